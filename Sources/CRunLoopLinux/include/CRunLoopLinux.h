@@ -1,0 +1,41 @@
+// Linux facilities that Swift's Glibc module does not expose: epoll, eventfd, timerfd,
+// signalfd, gettid. Included the way swift-nio's CNIOLinux does it: a header the Swift
+// side imports as a module, with a few inline wrappers for what is a macro in C.
+#ifndef CRUNLOOPLINUX_H
+#define CRUNLOOPLINUX_H
+
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+/// The kernel thread id of the calling thread, cached per thread (reset in a forked child).
+pid_t crl_current_tid(void);
+
+/// epoll_event is packed on x86_64, which Swift cannot lay out itself; these accessors
+/// keep the Swift side free of layout questions.
+static inline uint32_t crl_epoll_event_events(const struct epoll_event *event) {
+  return event->events;
+}
+static inline uint64_t crl_epoll_event_data(const struct epoll_event *event) {
+  return event->data.u64;
+}
+static inline int crl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
+  struct epoll_event event;
+  event.events = events;
+  event.data.u64 = data;
+  return epoll_ctl(epfd, op, fd, &event);
+}
+static inline size_t crl_epoll_event_size(void) { return sizeof(struct epoll_event); }
+
+#endif

@@ -1,0 +1,167 @@
+import Synchronization
+
+/// A custom (version 0) input source: work that other threads hand to a run loop by
+/// signalling, the guide's "custom input source" (CoreFoundation's `CFRunLoopSource`
+/// created with a version-0 context).
+///
+/// The source has three call-outs, as in the guide's Listings 3-4 to 3-6:
+/// - `schedule` runs when the source is added to a loop in a mode (on the thread that adds it);
+/// - `perform` runs on the loop's thread when the loop, running in one of the source's modes,
+///   finds the source signalled (step 4 of the sequence of events);
+/// - `cancel` runs when the source is removed from a loop's mode or invalidated.
+///
+/// Signalling does not wake a sleeping loop (as in CoreFoundation): signal, then call
+/// ``EventRunLoop/wakeUp()``, or use ``signalAndWakeUp()``. A signal is never lost: a source
+/// signalled while its loop runs another mode is performed when the loop next runs one of
+/// its modes.
+///
+/// ```swift
+/// let source = CustomInputSource(name: "commands") { drainCommandBuffer() }
+/// try worker.add(source, mode: .default)
+/// // on any thread:
+/// source.signalAndWakeUp()
+/// ```
+///
+/// All methods are safe to call from any thread.
+public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
+  /// The source's name in traces.
+  public let name: String
+  /// Sources that are signalled at once run in ascending order.
+  public let order: Int
+  /// Creation sequence; breaks ties of `order`.
+  public let sequence: UInt64
+
+  let scheduleHandler: (@Sendable (EventRunLoop, LoopMode) -> Void)?
+  let cancelHandler: (@Sendable (EventRunLoop, LoopMode) -> Void)?
+  let performHandler: @Sendable () -> Void
+
+  private let signalled = Atomic<Bool>(false)
+  private let valid = Atomic<Bool>(true)
+  // Nanoseconds since `clockReference` at the latest signal, recorded only while some
+  // instrument wants call-outs; 0 when unknown.
+  private let signalledAtNanoseconds = Atomic<Int64>(0)
+  // Guarded by its own lock: the (loop, mode) pairs the source is in.
+  private let registrations = GuardedState<[Registration]>([])
+
+  private struct Registration {
+    weak var loop: EventRunLoop?
+    let loopID: UInt64
+    let mode: LoopMode
+  }
+
+  /// Creates a source.
+  ///
+  /// - Parameters:
+  ///   - name: how traces name the source.
+  ///   - order: sources signalled together run in ascending order.
+  ///   - schedule: called when the source is added to a loop in a mode.
+  ///   - cancel: called when the source leaves a loop's mode (removed or invalidated).
+  ///   - perform: called on the loop's thread when the signalled source runs.
+  ///
+  /// ```swift
+  /// let source = CustomInputSource(
+  ///   name: "jobs", order: 1,
+  ///   schedule: { loop, mode in print("scheduled in \(mode)") },
+  ///   cancel: { loop, mode in print("left \(mode)") }
+  /// ) { runPendingJobs() }
+  /// ```
+  public init(
+    name: String = "source", order: Int = 0,
+    schedule: (@Sendable (EventRunLoop, LoopMode) -> Void)? = nil,
+    cancel: (@Sendable (EventRunLoop, LoopMode) -> Void)? = nil,
+    perform: @escaping @Sendable () -> Void
+  ) {
+    self.name = name
+    self.order = order
+    self.sequence = ModeScheduledSequence.next()
+    self.scheduleHandler = schedule
+    self.cancelHandler = cancel
+    self.performHandler = perform
+  }
+
+  /// Marks the source as ready to run. The loop performs it in its next pass in one of the
+  /// source's modes; several signals before that pass make one perform.
+  ///
+  /// Signalling an invalidated source does nothing.
+  ///
+  /// ```swift
+  /// source.signal()
+  /// loop.wakeUp()
+  /// ```
+  public func signal() {
+    guard isValid else { return }
+    if instrumentationActive.load(ordering: .relaxed) {
+      signalledAtNanoseconds.store(ClockReference.nanoseconds(of: .now), ordering: .relaxed)
+    }
+    signalled.store(true, ordering: .releasing)
+  }
+
+  /// Signals the source and wakes every loop it is scheduled on, the two calls the guide's
+  /// Listing 3-9 makes.
+  ///
+  /// ```swift
+  /// source.signalAndWakeUp()
+  /// ```
+  public func signalAndWakeUp() {
+    signal()
+    for loop in scheduledLoops() { loop.wakeUp() }
+  }
+
+  /// Whether the source is signalled and not yet performed.
+  public var isSignalled: Bool { signalled.load(ordering: .acquiring) }
+
+  /// Whether the source can still be added and signalled.
+  public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+  /// Removes the source from every loop and mode it is in (calling `cancel` for each) and
+  /// makes it unusable. Invalidating twice does nothing the second time.
+  ///
+  /// ```swift
+  /// source.invalidate()
+  /// source.isValid  // false
+  /// ```
+  public func invalidate() {
+    guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    signalled.store(false, ordering: .releasing)
+    let current = registrations.withLock { $0 }
+    for registration in current {
+      registration.loop?.remove(self, mode: registration.mode)
+    }
+  }
+
+  /// Takes the signal: returns whether the source was signalled and clears it.
+  func consumeSignal() -> Bool {
+    guard signalled.load(ordering: .relaxed) else { return false }
+    return signalled.exchange(false, ordering: .acquiringAndReleasing)
+  }
+
+  /// When the latest signal happened, if it was recorded.
+  var signalledAt: ContinuousClock.Instant? {
+    let nanoseconds = signalledAtNanoseconds.load(ordering: .relaxed)
+    return nanoseconds == 0 ? nil : ClockReference.instant(nanoseconds: nanoseconds)
+  }
+
+  func didSchedule(on loop: EventRunLoop, mode: LoopMode) {
+    registrations.withLock { $0.append(Registration(loop: loop, loopID: loop.id, mode: mode)) }
+  }
+
+  func didUnschedule(from loop: EventRunLoop, mode: LoopMode) {
+    registrations.withLock { list in
+      if let index = list.firstIndex(where: { $0.loopID == loop.id && $0.mode == mode }) {
+        list.remove(at: index)
+      }
+    }
+  }
+
+  private func scheduledLoops() -> [EventRunLoop] {
+    var seen = Set<UInt64>()
+    return registrations.withLock { list in
+      list.compactMap { registration in
+        guard let loop = registration.loop, seen.insert(registration.loopID).inserted else {
+          return nil
+        }
+        return loop
+      }
+    }
+  }
+}

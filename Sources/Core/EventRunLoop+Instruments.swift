@@ -1,0 +1,72 @@
+/// How the loop tells instruments what it does. With no instrument attached, each
+/// notification costs two atomic loads and no clock read or allocation.
+extension EventRunLoop {
+  /// Runs `body` as a call-out into user code: when an instrument wants call-outs, the loop
+  /// times it and reports a ``CalloutRecord``; otherwise it just runs it. Modules that call
+  /// user code on the loop (timers, ports) go through this so that traces see them.
+  ///
+  /// Call it on the loop's thread; from another thread it just runs `body`.
+  ///
+  /// ```swift
+  /// loop.withCallout(.timer, name: timer.name, dueAt: fireDate) { timer.handler(timer) }
+  /// ```
+  public func withCallout<Result, Failure: Error>(
+    _ kind: CalloutKind, name: String, dueAt: ContinuousClock.Instant? = nil,
+    _ body: () throws(Failure) -> Result
+  ) throws(Failure) -> Result {
+    guard isCurrent, refreshInstruments().contains(.callouts) else { return try body() }
+    let start = ContinuousClock.now
+    defer {
+      let record = CalloutRecord(kind: kind, name: name, start: start, end: .now, dueAt: dueAt)
+      let info = passInfo()
+      for instrument in local.instrumentCache.instruments
+      where instrument.interests.contains(.callouts) {
+        instrument.runLoop(self, didCallOut: record, info)
+      }
+    }
+    return try body()
+  }
+
+  /// Tells the instruments that want activities that the loop reached `activity`.
+  func notify(_ activity: LoopActivity) {
+    guard refreshInstruments().contains(.activities) else { return }
+    let info = passInfo()
+    // Iterate a copy: an instrument may add or remove instruments while it is called.
+    let instruments = local.instrumentCache.instruments
+    for instrument in instruments where instrument.interests.contains(.activities) {
+      instrument.runLoop(self, didReach: activity, info)
+    }
+  }
+
+  func reportSleep(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant) {
+    let info = passInfo()
+    let instruments = local.instrumentCache.instruments
+    for instrument in instruments where instrument.interests.contains(.sleeps) {
+      instrument.runLoop(self, didSleepFrom: start, to: end, info)
+    }
+  }
+
+  private func passInfo() -> LoopPassInfo {
+    LoopPassInfo(
+      loopID: id, mode: local.modes.last ?? .default, iteration: local.iteration,
+      depth: local.modes.count)
+  }
+
+  /// Brings the loop thread's instrument list up to date and returns what the instruments
+  /// want together.
+  func refreshInstruments() -> InstrumentInterests {
+    let localVersion = instrumentsVersion.load(ordering: .acquiring)
+    let processVersion = processInstrumentsVersion.load(ordering: .acquiring)
+    if localVersion != local.instrumentCache.localVersion
+      || processVersion != local.instrumentCache.processVersion
+    {
+      let own = state.withLock { $0.instruments }
+      let everyLoop = processInstruments.withLock { $0 }
+      let all = everyLoop + own
+      local.instrumentCache = InstrumentCache(
+        localVersion: localVersion, processVersion: processVersion, instruments: all,
+        interests: all.reduce(into: []) { $0.formUnion($1.interests) })
+    }
+    return local.instrumentCache.interests
+  }
+}

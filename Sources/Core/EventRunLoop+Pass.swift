@@ -1,0 +1,224 @@
+import DequeModule
+
+/// The passes of one run, following the guide's "The Run Loop Sequence of Events". Steps 1
+/// and 10 (entry and exit) are in `runSpecific`; each loop of `runPasses` is steps 2 to 9.
+extension EventRunLoop {
+  func runPasses(mode: LoopMode, depth: Int, plan: RunPlan) -> RunResult {
+    let buffer = poller.buffer(depth: depth)
+    while true {
+      local.iteration &+= 1
+      let hasPortSources = prepareHeldDescriptors(mode: mode)
+
+      // Step 2: notify observers that ready timers are about to fire.
+      notify(.beforeTimers)
+      // Step 3: notify observers that custom sources are about to fire.
+      notify(.beforeSources)
+      runPerformRequests(mode: mode)
+      // Step 4: fire ready custom (version 0) sources.
+      var sourceHandled = fireCustomSources(mode: mode, onlyFirst: plan.returnAfterSourceHandled)
+      if sourceHandled { runPerformRequests(mode: mode) }
+
+      // A pass that handled a source, or a zero-timeout run, checks for events without
+      // sleeping and without telling observers about a sleep.
+      let poll = sourceHandled || plan.pollOnly
+      var eventCount = 0
+      // Step 5: a ready port-based source is handled at once, skipping the sleep.
+      if !poll, hasPortSources, let ready = readyPortEvents(into: buffer) {
+        eventCount = ready
+      } else {
+        // Step 6: notify observers that the thread is about to sleep.
+        if !poll { notify(.beforeWaiting) }
+        // Step 7: sleep until a descriptor, a timer, the timeout or a wake-up.
+        eventCount = sleep(mode: mode, plan: plan, poll: poll, buffer: buffer)
+        // Step 8: notify observers that the thread woke.
+        if !poll { notify(.afterWaiting) }
+      }
+
+      // Step 9: process what woke the loop, then go back to step 2 unless the run is over.
+      let skipPorts = sourceHandled && plan.returnAfterSourceHandled
+      if handleEvents(eventCount, in: buffer, mode: mode, plan: plan, skipPorts: skipPorts) {
+        sourceHandled = true
+      }
+      runPerformRequests(mode: mode)
+
+      if let result = exitReason(mode: mode, depth: depth, plan: plan, sourceHandled: sourceHandled)
+      {
+        return result
+      }
+    }
+  }
+
+  /// Why the run should end now, in CFRunLoop's order of checks, or `nil` to go on.
+  private func exitReason(mode: LoopMode, depth: Int, plan: RunPlan, sourceHandled: Bool)
+    -> RunResult?
+  {
+    if sourceHandled && plan.returnAfterSourceHandled { return .handledSource }
+    if plan.pollOnly { return .timedOut }
+    if let deadline = plan.deadline, ContinuousClock.now >= deadline { return .timedOut }
+    let stopped = state.withLock { state -> Bool in
+      guard state.frames.count >= depth, state.frames[depth - 1].stopRequested else {
+        return false
+      }
+      state.frames[depth - 1].stopRequested = false
+      return true
+    }
+    if stopped { return .stopped }
+    if modeIsEmpty(mode) { return .finished }
+    return nil
+  }
+
+  /// Turns held descriptors of `mode` back on, and tells whether `mode` has any.
+  private func prepareHeldDescriptors(mode: LoopMode) -> Bool {
+    state.withLock { state -> Bool in
+      let running = state.watches.resolved(for: mode, commonModes: state.commonModes)
+      guard !state.heldTokens.isEmpty else { return !running.isEmpty }
+      for watch in running where state.heldTokens.contains(watch.token) {
+        state.heldTokens.remove(watch.token)
+        try? poller.modify(
+          watch.fileDescriptor, mask: watch.interest.epollMask, token: watch.token)
+      }
+      return !running.isEmpty
+    }
+  }
+
+  /// Performs the signalled custom sources of `mode` in ascending order; with `onlyFirst`,
+  /// only the first. Returns whether any ran.
+  private func fireCustomSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
+    let sources = state.withLock { state in
+      state.sources.resolved(for: mode, commonModes: state.commonModes)
+    }
+    var handled = false
+    for source in sources where source.isValid && source.consumeSignal() {
+      handled = true
+      withCallout(.source, name: source.name, dueAt: source.signalledAt, source.performHandler)
+      if onlyFirst { break }
+    }
+    return handled
+  }
+
+  /// Runs every perform request for `mode` queued before this call, in FIFO order.
+  func runPerformRequests(mode: LoopMode) {
+    let batch = state.withLock { state -> Deque<PerformRequest> in
+      guard !state.performQueue.isEmpty else { return [] }
+      let common = state.commonModes
+      if state.performQueue.allSatisfy({ $0.matches(mode, commonModes: common) }) {
+        var all = Deque<PerformRequest>()
+        swap(&all, &state.performQueue)
+        return all
+      }
+      var taken = Deque<PerformRequest>()
+      var kept = Deque<PerformRequest>()
+      for request in state.performQueue {
+        if request.matches(mode, commonModes: common) {
+          taken.append(request)
+        } else {
+          kept.append(request)
+        }
+      }
+      state.performQueue = kept
+      return taken
+    }
+    for request in batch { request.runIfPending(on: self) }
+  }
+
+  /// Step 5: checks without blocking whether a version-1 source is ready. Returns the
+  /// number of events when one is; otherwise the events stay pending for the sleep.
+  private func readyPortEvents(into buffer: UnsafeMutableRawPointer) -> Int? {
+    let count = poller.wait(into: buffer, block: false)
+    for index in 0..<count where poller.event(index, in: buffer).token > Poller.timerToken {
+      return count
+    }
+    return nil
+  }
+
+  /// Step 7: sleeps until the earliest of the run's deadline and the providers' deadlines,
+  /// an event, or a wake-up. Returns the number of events.
+  private func sleep(mode: LoopMode, plan: RunPlan, poll: Bool, buffer: UnsafeMutableRawPointer)
+    -> Int
+  {
+    if poll { return poller.wait(into: buffer, block: false) }
+    var wake = plan.deadline
+    let providers = state.withLock { $0.providers }
+    for provider in providers {
+      if let due = provider.nextDeadline(in: mode, of: self), wake.map({ due < $0 }) ?? true {
+        wake = due
+      }
+    }
+    poller.arm(wake)
+    guard refreshInstruments().contains(.sleeps) else {
+      return poller.wait(into: buffer, block: true)
+    }
+    let start = ContinuousClock.now
+    let count = poller.wait(into: buffer, block: true)
+    reportSleep(from: start, to: .now)
+    return count
+  }
+
+  /// Step 9: handles wake-ups, timers and ready descriptors. Returns whether a source was
+  /// handled (descriptors count; timers and wake-ups never do).
+  private func handleEvents(
+    _ count: Int, in buffer: UnsafeMutableRawPointer, mode: LoopMode, plan: RunPlan,
+    skipPorts: Bool
+  ) -> Bool {
+    var handled = false
+    var chosen: (watch: DescriptorWatch, mask: UInt32)?
+    for index in 0..<count {
+      let (token, mask) = poller.event(index, in: buffer)
+      switch token {
+      case Poller.wakeToken:
+        wakePending.store(false, ordering: .releasing)
+        poller.drainWake()
+      case Poller.timerToken:
+        poller.drainTimer()
+      default:
+        guard !skipPorts, let watch = runnableWatch(token: token, mode: mode) else { continue }
+        if plan.returnAfterSourceHandled {
+          // Only one source per run: keep the lowest order; the others stay ready.
+          if chosen.map({ (watch.order, watch.sequence) < ($0.watch.order, $0.watch.sequence) })
+            ?? true
+          {
+            chosen = (watch, mask)
+          }
+        } else {
+          callOut(watch, mask: mask)
+          handled = true
+        }
+      }
+    }
+    fireDueTimers(mode: mode)
+    if let chosen {
+      callOut(chosen.watch, mask: chosen.mask)
+      handled = true
+    }
+    return handled
+  }
+
+  private func callOut(_ watch: DescriptorWatch, mask: UInt32) {
+    let events = DescriptorEvents(epollMask: mask)
+    withCallout(watch.calloutKind, name: watch.name, dueAt: nil) { watch.handler(events) }
+  }
+
+  /// The watch for `token` if it runs in `mode`; a watch of another mode is held (its epoll
+  /// interest switched off) so that it does not wake the loop again until its mode runs.
+  private func runnableWatch(token: UInt64, mode: LoopMode) -> DescriptorWatch? {
+    state.withLock { state -> DescriptorWatch? in
+      guard let watch = state.watchesByToken[token] else { return nil }
+      let running = state.watches.resolved(for: mode, commonModes: state.commonModes)
+      if running.contains(where: { $0 === watch }) { return watch }
+      state.heldTokens.insert(token)
+      try? poller.modify(watch.fileDescriptor, mask: 0, token: token)
+      return nil
+    }
+  }
+
+  /// Asks each provider to fire what is due in `mode`. Providers decide what is due (a timer
+  /// with tolerance may fire early in its window when the loop is awake anyway).
+  private func fireDueTimers(mode: LoopMode) {
+    let providers = state.withLock { $0.providers }
+    guard !providers.isEmpty else { return }
+    let now = ContinuousClock.now
+    for provider in providers {
+      provider.fireDue(in: mode, of: self, now: now)
+    }
+  }
+}

@@ -1,0 +1,91 @@
+/// Perform requests: closures run on a loop's thread, the guide's
+/// `performSelector:onThread:withObject:waitUntilDone:modes:`.
+extension EventRunLoop {
+  /// Queues `body` to run on this loop's thread the next time the loop passes through one of
+  /// `modes`, and wakes the loop (CoreFoundation's `CFRunLoopPerformBlock` does not wake it;
+  /// this does). Requests run in FIFO order; all requests queued before a pass run in that
+  /// pass. Perform requests never count as handled sources. Safe from any thread.
+  ///
+  /// A request for a loop whose thread has exited never runs: its state is
+  /// ``PerformRequest/State/abandoned``.
+  ///
+  /// ```swift
+  /// let request = worker.perform(inModes: [.default]) { print("hello from the worker") }
+  /// ```
+  @discardableResult
+  public func perform(
+    inModes modes: [LoopMode] = [.common], name: String = "perform",
+    _ body: @escaping @Sendable () -> Void
+  ) -> PerformRequest {
+    let request = PerformRequest(name: name, modes: modes, loop: self, waitable: false, body: body)
+    enqueue(request)
+    return request
+  }
+
+  /// Runs `body` on this loop's thread and waits until it has run. Called on the loop's own
+  /// thread, it runs `body` at once instead of deadlocking.
+  ///
+  /// ```swift
+  /// try worker.performAndWait { configure() }
+  /// ```
+  ///
+  /// - Parameter deadline: give up waiting then; the request is cancelled if it has not
+  ///   started (a request already running is waited for to the end).
+  /// - Throws: ``RunLoopError/Code/timedOut`` at the deadline,
+  ///   ``RunLoopError/Code/cancelled`` when someone cancelled it,
+  ///   ``RunLoopError/Code/loopThreadExited`` when the loop's thread exited first.
+  public func performAndWait(
+    inModes modes: [LoopMode] = [.common], name: String = "perform",
+    deadline: ContinuousClock.Instant? = nil, _ body: @escaping @Sendable () -> Void
+  ) throws(RunLoopError) {
+    if isCurrent {
+      withCallout(.block, name: name, dueAt: nil, body)
+      return
+    }
+    let request = PerformRequest(name: name, modes: modes, loop: self, waitable: true, body: body)
+    enqueue(request)
+    var outcome = request.wait(until: deadline)
+    if outcome == nil {
+      if request.cancel() {
+        throw .timedOut("'\(name)' did not start on \(self) before its deadline")
+      }
+      outcome = request.wait(until: nil)
+    }
+    switch outcome {
+    case .finished: return
+    case .cancelled: throw .cancelled("'\(name)' was cancelled before it ran")
+    case .abandoned: throw .loopThreadExited("the thread of \(self) exited before '\(name)' ran")
+    default: return
+    }
+  }
+
+  /// Queues `body` on the main thread's loop; see ``perform(inModes:name:_:)``.
+  ///
+  /// ```swift
+  /// EventRunLoop.performOnMain { updateStatus() }
+  /// ```
+  @discardableResult
+  public static func performOnMain(
+    inModes modes: [LoopMode] = [.common], name: String = "perform",
+    _ body: @escaping @Sendable () -> Void
+  ) -> PerformRequest {
+    main.perform(inModes: modes, name: name, body)
+  }
+
+  func enqueue(_ request: PerformRequest) {
+    let accepted = state.withLock { state -> Bool in
+      guard !state.threadExited else { return false }
+      state.performQueue.append(request)
+      return true
+    }
+    if accepted { wakeUp() } else { request.abandon() }
+  }
+
+  func dequeue(_ request: PerformRequest) {
+    state.withLock { state in
+      if let index = state.performQueue.firstIndex(where: { $0 === request }) {
+        state.performQueue.remove(at: index)
+      }
+    }
+  }
+}

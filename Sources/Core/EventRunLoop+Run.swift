@@ -1,0 +1,170 @@
+import CRunLoopLinux
+
+/// The run API, after the guide's "Starting the Run Loop" and CoreFoundation's
+/// `CFRunLoopRun`, `CFRunLoopRunInMode` and Foundation's `run(until:)` and
+/// `run(mode:before:)`. Every method must be called on the loop's own thread and may be
+/// called again from inside any call-out (a nested run), in any mode.
+extension EventRunLoop {
+  /// Runs the loop in ``LoopMode/default`` until ``stop()`` is called or the mode has
+  /// nothing left to watch (CoreFoundation's `CFRunLoopRun`).
+  ///
+  /// Unlike Foundation's `RunLoop.run()`, which restarts after a stop, this returns when
+  /// stopped, so a thread can end its loop.
+  ///
+  /// ```swift
+  /// try EventRunLoop.current.run()  // returns .stopped or .finished
+  /// ```
+  ///
+  /// - Throws: ``RunLoopError/Code/notOwningThread`` when called off the loop's thread.
+  @discardableResult
+  public func run() throws(RunLoopError) -> RunResult {
+    while true {
+      let result = try run(mode: .default, timeout: nil)
+      if result == .stopped || result == .finished { return result }
+    }
+  }
+
+  /// Runs the loop in ``LoopMode/default`` until `deadline`, ``stop()``, or until the mode
+  /// has nothing left to watch (Foundation's `run(until:)`).
+  ///
+  /// Foundation's version keeps going after a stop; this one returns ``RunResult/stopped``
+  /// so that ``stop()`` always works. It returns ``RunResult/timedOut`` at the deadline.
+  ///
+  /// ```swift
+  /// try loop.run(until: .now + .seconds(2))
+  /// ```
+  @discardableResult
+  public func run(until deadline: ContinuousClock.Instant) throws(RunLoopError) -> RunResult {
+    while true {
+      let remaining = deadline - .now
+      let result = try run(mode: .default, timeout: max(remaining, .zero))
+      switch result {
+      case .stopped, .finished: return result
+      case .timedOut, .handledSource:
+        if ContinuousClock.now >= deadline { return .timedOut }
+      }
+    }
+  }
+
+  /// Runs the loop once in `mode` until one source is handled or `deadline` passes, and
+  /// returns whether the loop ran at all (Foundation's `run(mode:before:)`): `false` when
+  /// the mode is empty.
+  ///
+  /// Timers fire and blocks run along the way, but they do not end the run.
+  ///
+  /// ```swift
+  /// while !done, try loop.run(mode: .default, before: .now + .seconds(1)) {}
+  /// ```
+  @discardableResult
+  public func run(mode: LoopMode, before deadline: ContinuousClock.Instant) throws(RunLoopError)
+    -> Bool
+  {
+    let result = try run(
+      mode: mode, timeout: max(deadline - .now, .zero), returnAfterSourceHandled: true)
+    return result != .finished
+  }
+
+  /// Runs the loop in `mode` for at most `timeout` (CoreFoundation's `CFRunLoopRunInMode`).
+  ///
+  /// - Parameters:
+  ///   - mode: the mode to run in; ``LoopMode/common`` is not a mode one can run in.
+  ///   - timeout: how long to run; `nil` runs until stopped or finished. A zero or negative
+  ///     timeout makes one pass that never sleeps and never reports `beforeWaiting` or
+  ///     `afterWaiting`.
+  ///   - returnAfterSourceHandled: return after the first source is handled. Then only the
+  ///     first ready custom source (lowest order) runs. Timers and perform requests never
+  ///     count as handled sources.
+  /// - Returns: why the run ended.
+  /// - Throws: ``RunLoopError/Code/notOwningThread`` off the loop's thread,
+  ///   ``RunLoopError/Code/invalidArgument`` for `.common`.
+  ///
+  /// ```swift
+  /// let result = try loop.run(mode: .default, timeout: .seconds(1), returnAfterSourceHandled: true)
+  /// ```
+  @discardableResult
+  public func run(
+    mode: LoopMode, timeout: Duration?, returnAfterSourceHandled: Bool = false
+  ) throws(RunLoopError) -> RunResult {
+    guard isCurrent else {
+      throw .notOwningThread(
+        "\(self) belongs to thread \(threadID); thread \(crl_current_tid()) cannot run it")
+    }
+    guard mode != .common else {
+      throw .invalidArgument("'.common' names a set of modes; run in one of them instead")
+    }
+    let plan: RunPlan
+    if let timeout, timeout <= .zero {
+      plan = RunPlan(deadline: nil, pollOnly: true, returnAfterSourceHandled: returnAfterSourceHandled)
+    } else if let timeout, timeout < .seconds(Self.foreverSeconds) {
+      plan = RunPlan(
+        deadline: .now + timeout, pollOnly: false,
+        returnAfterSourceHandled: returnAfterSourceHandled)
+    } else {
+      plan = RunPlan(deadline: nil, pollOnly: false, returnAfterSourceHandled: returnAfterSourceHandled)
+    }
+    return runSpecific(mode: mode, plan: plan)
+  }
+
+  /// Runs the loop in `mode` for `seconds`, the way `CFRunLoopRunInMode` takes its timeout.
+  ///
+  /// A negative or `-infinity` timeout means one pass without sleeping, `+infinity` means no
+  /// timeout. NaN is an error here (CoreFoundation treats it as no timeout by accident).
+  ///
+  /// ```swift
+  /// try loop.run(mode: .default, seconds: 0.5)
+  /// ```
+  @discardableResult
+  public func run(mode: LoopMode, seconds: Double, returnAfterSourceHandled: Bool = false)
+    throws(RunLoopError) -> RunResult
+  {
+    guard !seconds.isNaN else { throw .invalidArgument("a timeout cannot be NaN") }
+    let timeout: Duration? =
+      seconds >= Double(Self.foreverSeconds) ? nil : (seconds <= 0 ? .zero : .seconds(seconds))
+    return try run(mode: mode, timeout: timeout, returnAfterSourceHandled: returnAfterSourceHandled)
+  }
+
+  /// Timeouts at least this long (about 31 years) mean "no timeout".
+  static let foreverSeconds: Int64 = 1 << 30
+
+  /// One run in one mode: steps 1 and 10 of the sequence of events around the passes.
+  func runSpecific(mode: LoopMode, plan: RunPlan) -> RunResult {
+    if isMain { installMainQueueWatchIfNeeded() }
+    // An empty mode returns before any observer hears anything, as CFRunLoop does.
+    if modeIsEmpty(mode) { return .finished }
+    let depth = state.withLock { state -> Int in
+      state.frames.append(RunFrame(mode: mode))
+      return state.frames.count
+    }
+    local.modes.append(mode)
+    notify(.entry)  // Step 1
+    let result = runPasses(mode: mode, depth: depth, plan: plan)
+    notify(.exit)  // Step 10
+    local.modes.removeLast()
+    state.withLock { _ = $0.frames.popLast() }
+    return result
+  }
+
+  /// Whether a run in `mode` would have nothing to wait for: no sources, no descriptors, no
+  /// provider items, no perform requests for it.
+  func modeIsEmpty(_ mode: LoopMode) -> Bool {
+    let (empty, providers) = state.withLock { state -> (Bool, [any LoopDeadlineProvider]) in
+      let common = state.commonModes
+      let nothing =
+        !state.sources.hasItems(for: mode, commonModes: common)
+        && !state.watches.hasItems(for: mode, commonModes: common)
+        && !state.performQueue.contains { $0.matches(mode, commonModes: common) }
+      return (nothing, nothing ? state.providers : [])
+    }
+    guard empty else { return false }
+    return !providers.contains { $0.hasItems(in: mode, of: self) }
+  }
+}
+
+/// How one run should go.
+struct RunPlan {
+  /// When the run times out; `nil` for never (or for a poll-only run).
+  let deadline: ContinuousClock.Instant?
+  /// A zero timeout: one pass, no sleep.
+  let pollOnly: Bool
+  let returnAfterSourceHandled: Bool
+}

@@ -1,0 +1,332 @@
+import CRunLoopLinux
+import DequeModule
+import Glibc
+import Synchronization
+
+/// A run loop: the event-processing loop a thread uses to wait for work and do it, as the
+/// guide's "Run Loops" chapter describes (the role of CoreFoundation's `CFRunLoop` and
+/// Foundation's `RunLoop`, whose name we leave to Foundation).
+///
+/// Every thread has exactly one, created the first time the thread asks for
+/// ``current``. A loop watches custom input sources, descriptors (version-1 sources), timers
+/// (through the Timers module) and perform requests, organised in modes; it sleeps in
+/// `epoll` when there is nothing to do and burns no CPU while it sleeps.
+///
+/// ```swift
+/// let loop = EventRunLoop.current
+/// let source = CustomInputSource(name: "work") { print("signalled") }
+/// try loop.add(source, mode: .default)
+/// source.signal()
+/// let result = try loop.run(mode: .default, timeout: .milliseconds(100))
+/// ```
+///
+/// Only the owning thread may run the loop. Everything else (adding and removing sources,
+/// ``stop()``, ``wakeUp()``, ``perform(inModes:name:_:)``) is safe from any thread, as the
+/// guide's "Thread Safety and Run Loop Objects" describes for CoreFoundation.
+public final class EventRunLoop: @unchecked Sendable {
+  /// A number that identifies the loop in traces, unique in the process.
+  public let id: UInt64
+  /// The kernel thread id (`gettid`) of the thread that owns the loop.
+  public let threadID: pid_t
+  /// Whether this is the main thread's loop.
+  public let isMain: Bool
+
+  let poller: Poller
+  // Everything shared between threads, behind one lock. No user call-out ever runs while
+  // it is held.
+  let state = GuardedState(LoopState())
+  // Set by wakeUp() when it wrote to the eventfd; cleared by the loop when it reads it.
+  let wakePending = Atomic<Bool>(false)
+  // Changes whenever the loop's own instruments change.
+  let instrumentsVersion = Atomic<UInt64>(0)
+  // Loop thread only.
+  var local = LoopThreadState()
+
+  init(threadID: pid_t, isMain: Bool) throws(RunLoopError) {
+    self.id = loopIdentityCounter.wrappingAdd(1, ordering: .relaxed).newValue
+    self.threadID = threadID
+    self.isMain = isMain
+    self.poller = try Poller()
+  }
+
+  /// The calling thread's run loop, created on first use.
+  ///
+  /// ```swift
+  /// let loop = EventRunLoop.current
+  /// assert(loop === EventRunLoop.current)  // stable for the thread's whole life
+  /// ```
+  ///
+  /// The loop lives as long as its thread (and as long as anyone holds it); creating it needs
+  /// three descriptors, and the process stops with a message if it has none left.
+  public static var current: EventRunLoop {
+    let tid = crl_current_tid()
+    if tid == getpid() { return main }
+    if let stored = pthread_getspecific(currentLoopKey) {
+      return Unmanaged<EventRunLoop>.fromOpaque(stored).takeUnretainedValue()
+    }
+    let loop = makeOrStop(threadID: tid, isMain: false)
+    pthread_setspecific(currentLoopKey, Unmanaged.passRetained(loop).toOpaque())
+    return loop
+  }
+
+  /// The main thread's run loop, reachable from any thread.
+  ///
+  /// ```swift
+  /// EventRunLoop.main.perform { print("on the main thread") }
+  /// ```
+  public static var main: EventRunLoop { mainLoopInstance }
+
+  static func makeOrStop(threadID: pid_t, isMain: Bool) -> EventRunLoop {
+    do {
+      return try EventRunLoop(threadID: threadID, isMain: isMain)
+    } catch {
+      fatalError("cannot create a run loop for thread \(threadID): \(error)")
+    }
+  }
+
+  /// Whether the calling thread owns this loop.
+  public var isCurrent: Bool { crl_current_tid() == threadID }
+
+  /// The mode of the innermost active run, or `nil` when the loop is not running.
+  ///
+  /// ```swift
+  /// let source = CustomInputSource { print(EventRunLoop.current.currentMode!) }
+  /// ```
+  public var currentMode: LoopMode? { state.withLock { $0.frames.last?.mode } }
+
+  /// Whether a run of the loop is active (on its thread).
+  public var isRunning: Bool { state.withLock { !$0.frames.isEmpty } }
+
+  /// Whether the owning thread has exited; such a loop can no longer run.
+  public var threadHasExited: Bool { state.withLock { $0.threadExited } }
+
+  /// The loop's common modes: the modes an item added in ``LoopMode/common`` belongs to.
+  /// ``LoopMode/default`` is one from the start.
+  public var commonModes: Set<LoopMode> { state.withLock { $0.commonModes } }
+
+  /// Whether `mode` is one of the loop's common modes.
+  public func isCommonMode(_ mode: LoopMode) -> Bool {
+    state.withLock { $0.commonModes.contains(mode) }
+  }
+
+  /// Adds `mode` to the loop's common modes. Every item already added in
+  /// ``LoopMode/common`` joins `mode` at once (sources get their `schedule` call-out for
+  /// it), and so do items added in `.common` later. There is no way to remove a common mode,
+  /// as in CoreFoundation. Adding `.common` itself, or a mode twice, does nothing.
+  ///
+  /// ```swift
+  /// loop.addCommonMode("tracking")
+  /// ```
+  public func addCommonMode(_ mode: LoopMode) {
+    guard mode != .common else { return }
+    let joining: [CustomInputSource]? = state.withLock { state in
+      guard state.commonModes.insert(mode).inserted else { return nil }
+      state.sources.commonModesDidChange()
+      state.watches.commonModesDidChange()
+      return state.sources.items(in: .common).filter { !state.sources.contains($0, in: mode) }
+    }
+    guard let joining else { return }
+    for source in joining { source.scheduleHandler?(self, mode) }
+    wakeUp()
+  }
+
+  /// Makes a sleeping loop wake and go round its sequence of events again (step 9 restarts
+  /// at step 2). Safe from any thread; many calls before the loop wakes cost one write.
+  ///
+  /// ```swift
+  /// source.signal()
+  /// loop.wakeUp()
+  /// ```
+  public func wakeUp() {
+    guard !wakePending.load(ordering: .relaxed) else { return }
+    if !wakePending.exchange(true, ordering: .acquiringAndReleasing) {
+      poller.wake()
+    }
+  }
+
+  /// Ends the innermost active run, which returns ``RunResult/stopped``. Safe from any
+  /// thread. When the loop is not running, nothing happens: the request is not remembered
+  /// for a later run (as in CoreFoundation).
+  ///
+  /// ```swift
+  /// DispatchQueue.global().asyncAfter(deadline: .now() + 1) { loop.stop() }
+  /// try loop.run()
+  /// ```
+  public func stop() {
+    let stopped = state.withLock { state -> Bool in
+      guard !state.frames.isEmpty else { return false }
+      state.frames[state.frames.count - 1].stopRequested = true
+      return true
+    }
+    if stopped { wakeUp() }
+  }
+
+  /// Attaches an instrument to this loop. Safe from any thread; it hears from the next
+  /// activity on.
+  ///
+  /// ```swift
+  /// loop.addInstrument(recorder)
+  /// ```
+  public func addInstrument(_ instrument: any RunLoopInstrument) {
+    state.withLock { $0.instruments.append(instrument) }
+    noteInstrumentAdded(instrument)
+    instrumentsVersion.wrappingAdd(1, ordering: .releasing)
+  }
+
+  /// Detaches an instrument from this loop. Safe from any thread.
+  public func removeInstrument(_ instrument: any RunLoopInstrument) {
+    let removed = state.withLock { state -> Bool in
+      guard let index = state.instruments.firstIndex(where: { $0 === instrument }) else {
+        return false
+      }
+      state.instruments.remove(at: index)
+      return true
+    }
+    if removed {
+      noteInstrumentRemoved(instrument)
+      instrumentsVersion.wrappingAdd(1, ordering: .releasing)
+    }
+  }
+
+  /// Attaches an instrument to every loop of the process, present and future.
+  ///
+  /// ```swift
+  /// EventRunLoop.addProcessInstrument(tracer)
+  /// ```
+  public static func addProcessInstrument(_ instrument: any RunLoopInstrument) {
+    processInstruments.withLock { $0.append(instrument) }
+    noteInstrumentAdded(instrument)
+    processInstrumentsVersion.wrappingAdd(1, ordering: .releasing)
+  }
+
+  /// Detaches a process-wide instrument.
+  public static func removeProcessInstrument(_ instrument: any RunLoopInstrument) {
+    let removed = processInstruments.withLock { list -> Bool in
+      guard let index = list.firstIndex(where: { $0 === instrument }) else { return false }
+      list.remove(at: index)
+      return true
+    }
+    if removed {
+      noteInstrumentRemoved(instrument)
+      processInstrumentsVersion.wrappingAdd(1, ordering: .releasing)
+    }
+  }
+
+  /// Plugs a deadline provider (the Timers module's timer table) into this loop. Safe from
+  /// any thread; adding the same provider twice does nothing.
+  ///
+  /// ```swift
+  /// loop.addDeadlineProvider(timerTable)
+  /// ```
+  public func addDeadlineProvider(_ provider: any LoopDeadlineProvider) {
+    let added = state.withLock { state -> Bool in
+      guard !state.providers.contains(where: { $0 === provider }) else { return false }
+      state.providers.append(provider)
+      return true
+    }
+    if added { wakeUp() }
+  }
+
+  /// Unplugs a deadline provider. Safe from any thread.
+  public func removeDeadlineProvider(_ provider: any LoopDeadlineProvider) {
+    state.withLock { $0.providers.removeAll { $0 === provider } }
+  }
+
+  /// The deadline providers plugged into this loop.
+  public var deadlineProviders: [any LoopDeadlineProvider] { state.withLock { $0.providers } }
+
+  /// Called by the thread-exit destructor: nothing queued can run any more.
+  func threadDidExit() {
+    let abandoned = state.withLock { state -> Deque<PerformRequest> in
+      state.threadExited = true
+      defer { state.performQueue.removeAll() }
+      return state.performQueue
+    }
+    for request in abandoned { request.abandon() }
+  }
+}
+
+extension EventRunLoop: Hashable, CustomStringConvertible {
+  /// Loops are equal only to themselves.
+  public static func == (lhs: EventRunLoop, rhs: EventRunLoop) -> Bool { lhs === rhs }
+
+  /// Hashes the loop's identity.
+  public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+  /// `EventRunLoop(id: 3, thread: 1234)`.
+  public var description: String { "EventRunLoop(id: \(id), thread: \(threadID))" }
+}
+
+/// The state every thread may touch, guarded by `EventRunLoop.state`.
+struct LoopState {
+  var commonModes: Set<LoopMode> = [.default]
+  var sources = LoopModeTable<CustomInputSource>()
+  var watches = LoopModeTable<DescriptorWatch>()
+  var watchesByToken: [UInt64: DescriptorWatch] = [:]
+  var watchedDescriptors: Set<Int32> = []
+  // Watches that became ready while the loop ran a mode they are not in; their epoll
+  // interest is off until a run in one of their modes turns it back on.
+  var heldTokens: Set<UInt64> = []
+  var performQueue = Deque<PerformRequest>()
+  var frames: [RunFrame] = []
+  var providers: [any LoopDeadlineProvider] = []
+  var instruments: [any RunLoopInstrument] = []
+  var threadExited = false
+  var mainQueueWatchInstalled = false
+}
+
+/// One active run of the loop.
+struct RunFrame {
+  let mode: LoopMode
+  var stopRequested = false
+}
+
+/// What only the loop's own thread touches.
+struct LoopThreadState {
+  var iteration: UInt64 = 0
+  var modes: [LoopMode] = []
+  var instrumentCache = InstrumentCache()
+}
+
+/// The loop thread's copy of its instruments (its own and the process's), refreshed when
+/// either list changes, so that notifying costs two atomic loads when nothing changed.
+struct InstrumentCache {
+  var localVersion: UInt64 = .max
+  var processVersion: UInt64 = .max
+  var instruments: [any RunLoopInstrument] = []
+  var interests: InstrumentInterests = []
+}
+
+// The thread-local slot holding each thread's loop; the destructor runs at thread exit.
+private let currentLoopKey: pthread_key_t = {
+  var key = pthread_key_t()
+  let status = pthread_key_create(&key) { pointer in
+    guard let pointer else { return }
+    let loop = Unmanaged<EventRunLoop>.fromOpaque(pointer).takeRetainedValue()
+    loop.threadDidExit()
+  }
+  precondition(status == 0, "pthread_key_create failed: \(status)")
+  return key
+}()
+
+private let mainLoopInstance = EventRunLoop.makeOrStop(threadID: getpid(), isMain: true)
+
+let processInstruments = GuardedState<[any RunLoopInstrument]>([])
+let processInstrumentsVersion = Atomic<UInt64>(0)
+// How many instruments anywhere want call-outs; while 0, signals record no time stamps.
+let calloutInstrumentCount = Atomic<Int>(0)
+let instrumentationActive = Atomic<Bool>(false)
+
+private func noteInstrumentAdded(_ instrument: any RunLoopInstrument) {
+  guard instrument.interests.contains(.callouts) else { return }
+  if calloutInstrumentCount.wrappingAdd(1, ordering: .relaxed).newValue > 0 {
+    instrumentationActive.store(true, ordering: .relaxed)
+  }
+}
+
+private func noteInstrumentRemoved(_ instrument: any RunLoopInstrument) {
+  guard instrument.interests.contains(.callouts) else { return }
+  if calloutInstrumentCount.wrappingSubtract(1, ordering: .relaxed).newValue <= 0 {
+    instrumentationActive.store(false, ordering: .relaxed)
+  }
+}

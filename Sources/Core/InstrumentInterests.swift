@@ -1,0 +1,25 @@
+/// What an instrument wants to hear about. The loop reads clocks only for what some
+/// attached instrument asked for, so an instrument that only wants activities costs no
+/// clock reads.
+///
+/// ```swift
+/// var interests: InstrumentInterests { [.activities, .callouts, .sleeps] }
+/// ```
+public struct InstrumentInterests: OptionSet, Sendable, Hashable {
+  /// The bits of the set.
+  public let rawValue: UInt8
+
+  /// Creates a set from its bits.
+  public init(rawValue: UInt8) {
+    self.rawValue = rawValue
+  }
+
+  /// The six activities of the sequence of events.
+  public static let activities = InstrumentInterests(rawValue: 1 << 0)
+  /// Every call-out into user code, with its start and end.
+  public static let callouts = InstrumentInterests(rawValue: 1 << 1)
+  /// Every sleep, with its start and end.
+  public static let sleeps = InstrumentInterests(rawValue: 1 << 2)
+  /// Everything.
+  public static let all: InstrumentInterests = [.activities, .callouts, .sleeps]
+}

@@ -1,0 +1,63 @@
+/// The six points of a run loop's sequence of events at which observers are told what the
+/// loop is about to do (CoreFoundation's `CFRunLoopActivity`).
+///
+/// It is an option set so that an observer can ask for any combination:
+///
+/// ```swift
+/// let interesting: LoopActivity = [.beforeWaiting, .afterWaiting]
+/// ```
+public struct LoopActivity: OptionSet, Hashable, Sendable, CustomStringConvertible {
+  /// The bits of the set.
+  public let rawValue: UInt32
+
+  /// Creates a set from its bits.
+  public init(rawValue: UInt32) {
+    self.rawValue = rawValue
+  }
+
+  /// The loop was entered (step 1 of the sequence of events).
+  public static let entry = LoopActivity(rawValue: 1 << 0)
+  /// The loop is about to process timers (step 2).
+  public static let beforeTimers = LoopActivity(rawValue: 1 << 1)
+  /// The loop is about to process custom input sources (step 3).
+  public static let beforeSources = LoopActivity(rawValue: 1 << 2)
+  /// The loop is about to sleep (step 6).
+  public static let beforeWaiting = LoopActivity(rawValue: 1 << 5)
+  /// The loop has woken up, before it handles what woke it (step 8).
+  public static let afterWaiting = LoopActivity(rawValue: 1 << 6)
+  /// The loop exited (step 10).
+  public static let exit = LoopActivity(rawValue: 1 << 7)
+  /// All six activities.
+  public static let allActivities: LoopActivity = [
+    .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit,
+  ]
+
+  /// The six single activities in the order the sequence of events reaches them.
+  public static let sequence: [LoopActivity] = [
+    .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit,
+  ]
+
+  /// The activity's name as traces spell it (`entry`, `beforeTimers`, ...), or the names of
+  /// the members joined with `|` for a combination.
+  ///
+  /// ```swift
+  /// LoopActivity.beforeWaiting.name  // "beforeWaiting"
+  /// ```
+  public var name: String {
+    let names = Self.sequence.compactMap { member -> String? in
+      guard contains(member) else { return nil }
+      switch member {
+      case .entry: return "entry"
+      case .beforeTimers: return "beforeTimers"
+      case .beforeSources: return "beforeSources"
+      case .beforeWaiting: return "beforeWaiting"
+      case .afterWaiting: return "afterWaiting"
+      default: return "exit"
+      }
+    }
+    return names.isEmpty ? "none" : names.joined(separator: "|")
+  }
+
+  /// The same as ``name``.
+  public var description: String { name }
+}

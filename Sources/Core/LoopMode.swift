@@ -1,0 +1,53 @@
+/// The name of a run-loop mode: the set of sources, timers and observers a run watches.
+///
+/// A run loop runs in one mode at a time. Only items added to that mode (directly, or
+/// through ``common`` when the mode is one of the loop's common modes) take part in the run;
+/// everything else waits, and nothing is lost while it waits.
+///
+/// ```swift
+/// let critical: LoopMode = "critical"
+/// try loop.add(source, mode: critical)
+/// let result = try loop.run(mode: critical, timeout: .seconds(1))
+/// ```
+public struct LoopMode: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+  /// The mode's name, as it appears in traces.
+  public let name: String
+
+  /// Creates a mode with a name.
+  ///
+  /// ```swift
+  /// let modal = LoopMode("modal")
+  /// ```
+  public init(_ name: String) {
+    self.name = name
+  }
+
+  /// Creates a mode from a string literal: `let mode: LoopMode = "tracking"`.
+  public init(stringLiteral value: String) {
+    self.init(value)
+  }
+
+  /// The mode runs use unless told otherwise (CoreFoundation's `kCFRunLoopDefaultMode`).
+  ///
+  /// It is a member of every loop's common modes from the start.
+  ///
+  /// ```swift
+  /// try loop.add(source, mode: .default)
+  /// ```
+  public static let `default` = LoopMode("default")
+
+  /// The pseudo-mode that stands for every one of a loop's common modes
+  /// (CoreFoundation's `kCFRunLoopCommonModes`).
+  ///
+  /// An item added in `.common` is in each mode of the loop's common-modes set, including
+  /// modes added to the set later with ``EventRunLoop/addCommonMode(_:)``. A loop never runs
+  /// in `.common` itself: running in it is an error.
+  ///
+  /// ```swift
+  /// try loop.add(source, mode: .common)
+  /// ```
+  public static let common = LoopMode("common")
+
+  /// The mode's name.
+  public var description: String { name }
+}

@@ -1,0 +1,122 @@
+import CRunLoopLinux
+import Glibc
+
+/// The loop's sleeping place: one `epoll` set holding an `eventfd` for explicit wake-ups, a
+/// `timerfd` for deadlines and the descriptors of version-1 sources (the role the Mach port
+/// set plays for CFRunLoop on macOS).
+///
+/// The descriptors never change after creation, so `wake()` and the `epoll_ctl` calls are
+/// safe from any thread. `arm`, `wait` and the buffers are for the loop's thread only.
+final class Poller {
+  static let wakeToken: UInt64 = 0
+  static let timerToken: UInt64 = 1
+  static let eventCapacity = 64
+
+  let epollDescriptor: Int32
+  let wakeDescriptor: Int32
+  let timerDescriptor: Int32
+  // Loop thread only: the absolute deadline the timerfd is armed for (nil: disarmed).
+  private var armedDeadline: ContinuousClock.Instant?
+  // Loop thread only: one event buffer per nesting depth, so a nested run never overwrites
+  // the events an outer pass is still handling.
+  private var buffers: [UnsafeMutableRawPointer] = []
+
+  init() throws(RunLoopError) {
+    let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+    guard epoll >= 0 else { throw .systemCall("epoll_create1", errno: errno) }
+    let wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+    guard wake >= 0 else {
+      let code = errno
+      close(epoll)
+      throw .systemCall("eventfd", errno: code)
+    }
+    let timer = timerfd_create(CLOCK_BOOTTIME, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
+    guard timer >= 0 else {
+      let code = errno
+      close(epoll)
+      close(wake)
+      throw .systemCall("timerfd_create", errno: code)
+    }
+    epollDescriptor = epoll
+    wakeDescriptor = wake
+    timerDescriptor = timer
+    try add(wake, mask: EPOLLIN.rawValue, token: Self.wakeToken)
+    try add(timer, mask: EPOLLIN.rawValue, token: Self.timerToken)
+  }
+
+  deinit {
+    for buffer in buffers { buffer.deallocate() }
+    close(timerDescriptor)
+    close(wakeDescriptor)
+    close(epollDescriptor)
+  }
+
+  func add(_ descriptor: Int32, mask: UInt32, token: UInt64) throws(RunLoopError) {
+    if crl_epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, descriptor, mask, token) != 0 {
+      throw .systemCall("epoll_ctl(ADD, fd \(descriptor))", errno: errno)
+    }
+  }
+
+  func modify(_ descriptor: Int32, mask: UInt32, token: UInt64) throws(RunLoopError) {
+    if crl_epoll_ctl(epollDescriptor, EPOLL_CTL_MOD, descriptor, mask, token) != 0 {
+      throw .systemCall("epoll_ctl(MOD, fd \(descriptor))", errno: errno)
+    }
+  }
+
+  /// Removes a descriptor; a descriptor its owner already closed is gone from the set anyway.
+  func remove(_ descriptor: Int32) {
+    _ = crl_epoll_ctl(epollDescriptor, EPOLL_CTL_DEL, descriptor, 0, 0)
+  }
+
+  /// Makes the next (or current) wait return. Safe from any thread.
+  func wake() {
+    var one: UInt64 = 1
+    _ = withUnsafeBytes(of: &one) { write(wakeDescriptor, $0.baseAddress, 8) }
+  }
+
+  func drainWake() {
+    var count: UInt64 = 0
+    _ = withUnsafeMutableBytes(of: &count) { read(wakeDescriptor, $0.baseAddress, 8) }
+  }
+
+  func drainTimer() {
+    var expirations: UInt64 = 0
+    _ = withUnsafeMutableBytes(of: &expirations) { read(timerDescriptor, $0.baseAddress, 8) }
+    armedDeadline = nil
+  }
+
+  /// Arms the timerfd for `deadline` (absolute), or disarms it for `nil`; skips the system
+  /// call when nothing changes.
+  func arm(_ deadline: ContinuousClock.Instant?) {
+    guard deadline != armedDeadline else { return }
+    armedDeadline = deadline
+    var spec = itimerspec()
+    if let deadline {
+      spec.it_value = ClockReference.timespecValue(of: deadline)
+    }
+    _ = timerfd_settime(timerDescriptor, Int32(TFD_TIMER_ABSTIME), &spec, nil)
+  }
+
+  func buffer(depth: Int) -> UnsafeMutableRawPointer {
+    while buffers.count <= depth {
+      buffers.append(
+        .allocate(byteCount: crl_epoll_event_size() * Self.eventCapacity, alignment: 8))
+    }
+    return buffers[depth]
+  }
+
+  /// Waits for events: without blocking when `block` is false, otherwise until one arrives.
+  /// Returns the number of events in `buffer` (0 when interrupted by a signal).
+  func wait(into buffer: UnsafeMutableRawPointer, block: Bool) -> Int {
+    let events = buffer.assumingMemoryBound(to: epoll_event.self)
+    let count = epoll_wait(epollDescriptor, events, Int32(Self.eventCapacity), block ? -1 : 0)
+    return count < 0 ? 0 : Int(count)
+  }
+
+  /// The token and readiness of event `index` in `buffer`.
+  func event(_ index: Int, in buffer: UnsafeMutableRawPointer) -> (token: UInt64, mask: UInt32) {
+    let pointer = UnsafeRawPointer(buffer + index * crl_epoll_event_size())
+      .assumingMemoryBound(to: epoll_event.self)
+    return (crl_epoll_event_data(pointer), crl_epoll_event_events(pointer))
+  }
+}

@@ -1,0 +1,135 @@
+import Glibc
+
+/// An error from the run-loop framework: a code to match on and a message for people.
+///
+/// Errors are compared by code only, so a test or a `catch` can match the kind of failure
+/// without caring about the wording (in the manner of swift-service-lifecycle's
+/// `ServiceGroupError`). Other modules add their own codes.
+///
+/// ```swift
+/// do {
+///   _ = try otherThreadsLoop.run(mode: .default, timeout: .zero)
+/// } catch let error where error.code == .notOwningThread {
+///   print(error.message)
+/// }
+/// ```
+public struct RunLoopError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// The kind of failure. Modules define more codes in extensions.
+  public struct Code: Hashable, Sendable, CustomStringConvertible {
+    /// A short, stable identifier such as `notOwningThread`.
+    public let identifier: String
+
+    /// Creates a code; modules use this to add their own.
+    ///
+    /// ```swift
+    /// extension RunLoopError.Code {
+    ///   static let queueFull = RunLoopError.Code("queueFull")
+    /// }
+    /// ```
+    public init(_ identifier: String) {
+      self.identifier = identifier
+    }
+
+    /// The identifier.
+    public var description: String { identifier }
+
+    /// A run method was called on a loop from a thread that does not own it.
+    public static let notOwningThread = Code("notOwningThread")
+    /// The object (source, request, port, timer...) was invalidated.
+    public static let invalidated = Code("invalidated")
+    /// An argument is outside what the call accepts (a NaN timeout, running in `.common`).
+    public static let invalidArgument = Code("invalidArgument")
+    /// The loop's thread has exited, so the loop can no longer run anything.
+    public static let loopThreadExited = Code("loopThreadExited")
+    /// A system call failed; the message names it and its `errno`.
+    public static let systemCallFailed = Code("systemCallFailed")
+    /// A waiting call gave up at its deadline.
+    public static let timedOut = Code("timedOut")
+    /// A perform request was cancelled before it ran.
+    public static let cancelled = Code("cancelled")
+    /// The object is already in use where it cannot be used twice (a descriptor watched
+    /// twice on one loop, a thread started twice).
+    public static let alreadyInUse = Code("alreadyInUse")
+    /// The operation does not apply in the object's current state (joining a detached thread).
+    public static let invalidState = Code("invalidState")
+  }
+
+  /// The kind of failure.
+  public let code: Code
+  /// What happened, for people.
+  public let message: String
+  /// The `errno` of a failed system call, when there is one.
+  public let systemError: Int32?
+
+  /// Creates an error. Prefer the factories (``notOwningThread(_:)`` and friends).
+  ///
+  /// ```swift
+  /// let error = RunLoopError(code: .invalidArgument, message: "interval must be positive")
+  /// ```
+  public init(code: Code, message: String, systemError: Int32? = nil) {
+    self.code = code
+    self.message = message
+    self.systemError = systemError
+  }
+
+  /// `code: message`.
+  public var description: String { "\(code): \(message)" }
+
+  /// Errors are equal when their codes are.
+  public static func == (lhs: RunLoopError, rhs: RunLoopError) -> Bool { lhs.code == rhs.code }
+
+  /// Hashes the code only, to agree with `==`.
+  public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+  /// A run method was called from a thread that does not own the loop.
+  public static func notOwningThread(_ message: String) -> RunLoopError {
+    RunLoopError(code: .notOwningThread, message: message)
+  }
+
+  /// The object was invalidated.
+  public static func invalidated(_ message: String) -> RunLoopError {
+    RunLoopError(code: .invalidated, message: message)
+  }
+
+  /// An argument is out of range.
+  public static func invalidArgument(_ message: String) -> RunLoopError {
+    RunLoopError(code: .invalidArgument, message: message)
+  }
+
+  /// The loop's thread has exited.
+  public static func loopThreadExited(_ message: String) -> RunLoopError {
+    RunLoopError(code: .loopThreadExited, message: message)
+  }
+
+  /// A system call failed with `errno`.
+  ///
+  /// ```swift
+  /// if epoll_create1(0) < 0 { throw RunLoopError.systemCall("epoll_create1", errno: errno) }
+  /// ```
+  public static func systemCall(_ name: String, errno code: Int32) -> RunLoopError {
+    let reason = String(cString: strerror(code))
+    return RunLoopError(
+      code: .systemCallFailed, message: "\(name) failed: \(reason) (errno \(code))",
+      systemError: code)
+  }
+
+  /// A waiting call reached its deadline.
+  public static func timedOut(_ message: String) -> RunLoopError {
+    RunLoopError(code: .timedOut, message: message)
+  }
+
+  /// A request was cancelled before it ran.
+  public static func cancelled(_ message: String) -> RunLoopError {
+    RunLoopError(code: .cancelled, message: message)
+  }
+
+  /// The object is already in use.
+  public static func alreadyInUse(_ message: String) -> RunLoopError {
+    RunLoopError(code: .alreadyInUse, message: message)
+  }
+
+  /// The operation does not apply in the current state.
+  public static func invalidState(_ message: String) -> RunLoopError {
+    RunLoopError(code: .invalidState, message: message)
+  }
+}

@@ -1,0 +1,46 @@
+/// Something that listens to a run loop from inside: the extension point through which the
+/// Observers module sees the loop's activities, call-outs and sleeps.
+///
+/// The loop calls an instrument on its own thread, with no lock held, so an instrument may
+/// call back into the loop (add an observer, perform a block, even run the loop nested).
+/// Attach one to a single loop with ``EventRunLoop/addInstrument(_:)`` or to every loop of
+/// the process with ``EventRunLoop/addProcessInstrument(_:)``.
+///
+/// ```swift
+/// final class Printer: RunLoopInstrument {
+///   var interests: InstrumentInterests { .activities }
+///   func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
+///     print(info.iteration, activity)
+///   }
+/// }
+/// EventRunLoop.current.addInstrument(Printer())
+/// ```
+public protocol RunLoopInstrument: AnyObject, Sendable {
+  /// What the instrument wants to hear about. Read when the instrument is added.
+  var interests: InstrumentInterests { get }
+
+  /// The loop reached one of the six activities of the sequence of events.
+  func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo)
+
+  /// The loop returned from a call-out into user code.
+  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
+
+  /// The loop woke from a sleep that began at `start`.
+  func runLoop(
+    _ loop: EventRunLoop, didSleepFrom start: ContinuousClock.Instant,
+    to end: ContinuousClock.Instant, _ info: LoopPassInfo)
+}
+
+extension RunLoopInstrument {
+  /// Does nothing: an instrument that does not want activities need not implement it.
+  public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {}
+
+  /// Does nothing: an instrument that does not want call-outs need not implement it.
+  public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {}
+
+  /// Does nothing: an instrument that does not want sleeps need not implement it.
+  public func runLoop(
+    _ loop: EventRunLoop, didSleepFrom start: ContinuousClock.Instant,
+    to end: ContinuousClock.Instant, _ info: LoopPassInfo
+  ) {}
+}

@@ -1,0 +1,314 @@
+import CRunLoopLinux
+import Dispatch
+import Glibc
+import Synchronization
+
+/// A thread that owns a run loop, after the guide's "Thread Management" chapter (the role
+/// of Foundation's `Thread`, whose name we leave to Foundation).
+///
+/// The entry closure runs on the new thread and receives the thread object; the thread's
+/// ``runLoop`` exists before it starts, so other threads can add sources to it and perform
+/// on it as soon as ``start()`` returns.
+///
+/// ```swift
+/// let worker = RunLoopThread(name: "worker") { thread in
+///   let loop = thread.runLoop
+///   try loop.add(CustomInputSource { print("job") }, mode: .default)
+///   try loop.run()
+/// }
+/// try worker.start()
+/// worker.runLoop.perform { print("on the worker") }
+/// worker.runLoop.stop()
+/// try worker.join()
+/// ```
+///
+/// An error thrown by the entry closure is never lost: ``join()`` throws it (wrapped as
+/// ``RunLoopError/Code/threadFailed``), ``failure`` keeps it, and it is passed to
+/// ``failureHandler`` (which prints to standard error unless replaced).
+public final class RunLoopThread: @unchecked Sendable {
+  /// Where a thread is in its life.
+  public enum State: UInt8, Sendable {
+    /// Created, not started.
+    case created
+    /// Running its entry closure.
+    case executing
+    /// The entry closure returned or threw.
+    case finished
+  }
+
+  /// The thread's name (Linux keeps the first 15 bytes for tools such as `top`).
+  public let name: String
+  /// The stack size asked for, or `nil` for the system default.
+  public let stackSize: Int?
+  /// The priority asked for, or `nil` to inherit.
+  public let priority: ThreadPriority?
+  /// Whether the thread is detached: it cannot be joined and cleans up by itself.
+  public let isDetached: Bool
+
+  private let entry: @Sendable (RunLoopThread) throws -> Void
+  private let stateBits = Atomic<UInt8>(State.created.rawValue)
+  private let cancelled = Atomic<Bool>(false)
+  // Guarded by its own lock.
+  private let shared = GuardedState(Shared())
+  private let started = DispatchSemaphore(value: 0)
+
+  private struct Shared {
+    var loop: EventRunLoop?
+    var handle: pthread_t?
+    var threadID: pid_t = 0
+    var failure: (any Error)?
+    var startError: RunLoopError?
+    var joined = false
+    var dictionary: [String: any Sendable] = [:]
+  }
+
+  /// Creates a thread; nothing runs until ``start()``.
+  ///
+  /// - Parameters:
+  ///   - name: the thread's name, visible in traces and in `top -H`.
+  ///   - stackSize: bytes of stack; at least `PTHREAD_STACK_MIN` (16 KiB here).
+  ///   - priority: the scheduling priority to apply when the thread starts.
+  ///   - detached: a detached thread cannot be joined.
+  ///   - entry: the thread's work; it runs on the new thread.
+  ///
+  /// ```swift
+  /// let thread = RunLoopThread(name: "io", stackSize: 1 << 20) { thread in try thread.runLoop.run() }
+  /// ```
+  public init(
+    name: String, stackSize: Int? = nil, priority: ThreadPriority? = nil, detached: Bool = false,
+    entry: @escaping @Sendable (RunLoopThread) throws -> Void
+  ) {
+    self.name = name
+    self.stackSize = stackSize
+    self.priority = priority
+    self.isDetached = detached
+    self.entry = entry
+  }
+
+  /// Whether any ``RunLoopThread`` was ever started in this process (Foundation's
+  /// `isMultiThreaded`).
+  ///
+  /// ```swift
+  /// if RunLoopThread.isMultiThreaded { print("threads were started") }
+  /// ```
+  public static var isMultiThreaded: Bool { multiThreaded.load(ordering: .acquiring) }
+
+  /// The ``RunLoopThread`` running the calling code, or `nil` on a thread this type did not
+  /// create (the main thread, Dispatch's threads).
+  ///
+  /// ```swift
+  /// RunLoopThread.current?.name
+  /// ```
+  public static var current: RunLoopThread? {
+    guard let pointer = pthread_getspecific(currentThreadKey) else { return nil }
+    return Unmanaged<RunLoopThread>.fromOpaque(pointer).takeUnretainedValue()
+  }
+
+  /// Receives every error thrown by an entry closure, on the failing thread. The default
+  /// prints it to standard error. Replace it to log elsewhere.
+  ///
+  /// ```swift
+  /// RunLoopThread.failureHandler = { thread, error in log("\(thread.name): \(error)") }
+  /// ```
+  public static var failureHandler: @Sendable (RunLoopThread, any Error) -> Void {
+    get { failureHandlerStorage.withLock { $0 } }
+    set { failureHandlerStorage.withLock { $0 = newValue } }
+  }
+
+  /// The thread's state.
+  public var state: State { State(rawValue: stateBits.load(ordering: .acquiring)) ?? .created }
+
+  /// The error the entry closure threw, if it did.
+  public var failure: (any Error)? { shared.withLock { $0.failure } }
+
+  /// The kernel thread id, once started.
+  public var threadID: pid_t? { shared.withLock { $0.threadID == 0 ? nil : $0.threadID } }
+
+  /// The thread's run loop. It exists once ``start()`` has returned; before that, reading
+  /// it stops the process with a message.
+  ///
+  /// ```swift
+  /// try worker.start()
+  /// try worker.runLoop.add(source, mode: .default)
+  /// ```
+  public var runLoop: EventRunLoop {
+    guard let loop = shared.withLock({ $0.loop }) else {
+      fatalError("RunLoopThread '\(name)': runLoop is available once start() has returned")
+    }
+    return loop
+  }
+
+  /// Asks the thread to finish; the entry closure checks ``isCancelled`` (Foundation's
+  /// `cancel()`). It does not interrupt anything by itself.
+  public func cancel() { cancelled.store(true, ordering: .releasing) }
+
+  /// Whether ``cancel()`` was called.
+  public var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+  /// Reads and writes the thread's dictionary (Foundation's `threadDictionary`), from any
+  /// thread.
+  ///
+  /// ```swift
+  /// worker.withThreadDictionary { $0["exitNow"] = true }
+  /// ```
+  public func withThreadDictionary<Result>(_ body: (inout [String: any Sendable]) -> Result)
+    -> Result
+  {
+    shared.withLock { body(&$0.dictionary) }
+  }
+
+  /// Starts the thread and returns once its run loop exists and its priority is applied.
+  ///
+  /// - Throws: ``RunLoopError/Code/invalidState`` when started twice;
+  ///   ``RunLoopError/Code/invalidArgument`` for a stack size the system refuses;
+  ///   ``RunLoopError/Code/systemCallFailed`` when the system refuses the thread or its
+  ///   priority (then the entry closure never runs).
+  public func start() throws(RunLoopError) {
+    guard
+      stateBits.compareExchange(
+        expected: State.created.rawValue, desired: State.executing.rawValue,
+        ordering: .acquiringAndReleasing
+      ).exchanged
+    else {
+      throw .invalidState("thread '\(name)' was already started")
+    }
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    defer { pthread_attr_destroy(&attributes) }
+    if let stackSize {
+      let status = pthread_attr_setstacksize(&attributes, stackSize)
+      guard status == 0 else {
+        stateBits.store(State.created.rawValue, ordering: .releasing)
+        throw .invalidArgument(
+          "stack size \(stackSize) refused: at least \(Int(PTHREAD_STACK_MIN)) bytes are needed")
+      }
+    }
+    var handle = pthread_t()
+    let context = Unmanaged.passRetained(self).toOpaque()
+    let status = pthread_create(&handle, &attributes, { context in
+      let thread = Unmanaged<RunLoopThread>.fromOpaque(context!).takeRetainedValue()
+      thread.main()
+      return nil
+    }, context)
+    guard status == 0 else {
+      Unmanaged<RunLoopThread>.fromOpaque(context).release()
+      stateBits.store(State.created.rawValue, ordering: .releasing)
+      throw .systemCall("pthread_create", errno: status)
+    }
+    multiThreaded.store(true, ordering: .releasing)
+    if isDetached { pthread_detach(handle) }
+    shared.withLock { $0.handle = handle }
+    started.wait()
+    if let error = shared.withLock({ $0.startError }) {
+      if !isDetached { pthread_join(handle, nil) }
+      shared.withLock { $0.joined = true }
+      throw error
+    }
+  }
+
+  /// Waits for the thread to finish.
+  ///
+  /// - Throws: ``RunLoopError/Code/threadFailed`` when the entry closure threw (``failure``
+  ///   has the original error); ``RunLoopError/Code/invalidState`` for a detached thread, a
+  ///   thread never started, a second join, or a join from the thread itself.
+  public func join() throws(RunLoopError) {
+    guard !isDetached else { throw .invalidState("thread '\(name)' is detached and cannot be joined") }
+    let handle = try shared.withLock { shared throws(RunLoopError) -> pthread_t in
+      guard let handle = shared.handle else {
+        throw .invalidState("thread '\(name)' was never started")
+      }
+      guard !shared.joined else { throw .invalidState("thread '\(name)' was already joined") }
+      shared.joined = true
+      return handle
+    }
+    guard pthread_equal(handle, pthread_self()) == 0 else {
+      throw .invalidState("thread '\(name)' cannot join itself")
+    }
+    pthread_join(handle, nil)
+    if let failure {
+      throw RunLoopError(code: .threadFailed, message: "thread '\(name)' failed: \(failure)")
+    }
+  }
+
+  /// The body of the new thread.
+  private func main() {
+    pthread_setspecific(currentThreadKey, Unmanaged.passUnretained(self).toOpaque())
+    defer { pthread_setspecific(currentThreadKey, nil) }
+    _ = name.withCString { pthread_setname_np(pthread_self(), String(cString: $0).prefix15) }
+    let tid = crl_current_tid()
+    let loop = EventRunLoop.current
+    var startError: RunLoopError?
+    if let priority {
+      startError = Self.apply(priority, threadID: tid)
+    }
+    shared.withLock { shared in
+      shared.loop = loop
+      shared.threadID = tid
+      shared.startError = startError
+    }
+    started.signal()
+    guard startError == nil else { return }
+    do {
+      try entry(self)
+    } catch {
+      shared.withLock { $0.failure = error }
+      Self.failureHandler(self, error)
+    }
+    stateBits.store(State.finished.rawValue, ordering: .releasing)
+  }
+
+  private static func apply(_ priority: ThreadPriority, threadID: pid_t) -> RunLoopError? {
+    switch priority {
+    case .nice(let value):
+      guard (-20...19).contains(value) else {
+        return .invalidArgument("nice value \(value) is outside -20...19")
+      }
+      if setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(threadID), value) != 0 {
+        return .systemCall("setpriority(nice \(value))", errno: errno)
+      }
+    case .realtimeFIFO(let value), .realtimeRoundRobin(let value):
+      var parameters = sched_param()
+      parameters.sched_priority = value
+      let policy: Int32 = {
+        if case .realtimeFIFO = priority { return SCHED_FIFO }
+        return SCHED_RR
+      }()
+      let status = pthread_setschedparam(pthread_self(), policy, &parameters)
+      if status != 0 {
+        return .systemCall("pthread_setschedparam(priority \(value))", errno: status)
+      }
+    }
+    return nil
+  }
+}
+
+extension RunLoopError.Code {
+  /// A thread's entry closure threw.
+  public static let threadFailed = RunLoopError.Code("threadFailed")
+}
+
+extension String {
+  /// The name cut to the 15 bytes Linux keeps for a thread name, on a character boundary.
+  fileprivate var prefix15: String {
+    var result = ""
+    for character in self {
+      if result.utf8.count + character.utf8.count > 15 { break }
+      result.append(character)
+    }
+    return result
+  }
+}
+
+private let multiThreaded = Atomic<Bool>(false)
+
+private let failureHandlerStorage = GuardedState<@Sendable (RunLoopThread, any Error) -> Void> {
+  thread, error in
+  writeStandardError("RunLoopThread '\(thread.name)' failed: \(error)")
+}
+
+private let currentThreadKey: pthread_key_t = {
+  var key = pthread_key_t()
+  let status = pthread_key_create(&key, nil)
+  precondition(status == 0, "pthread_key_create failed: \(status)")
+  return key
+}()

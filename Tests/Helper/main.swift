@@ -1,0 +1,2 @@
+import RunLoopCore
+print("helper")
