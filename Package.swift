@@ -29,7 +29,8 @@ let package = Package(
       path: "Sources/Core"
     ),
     .target(name: "RunLoopTimers", dependencies: ["RunLoopCore"], path: "Sources/Timers"),
-    .target(name: "RunLoopPorts", dependencies: ["RunLoopCore", "CRunLoopLinux"], path: "Sources/Ports"),
+    .target(
+      name: "RunLoopPorts", dependencies: ["RunLoopCore", "CRunLoopLinux"], path: "Sources/Ports"),
     .target(name: "RunLoopObservers", dependencies: ["RunLoopCore"], path: "Sources/Observers"),
     .executableTarget(
       name: "RunLoopDemo",

@@ -39,6 +39,7 @@ enum ClockReference {
   /// An absolute `timespec` for `instant` on `CLOCK_BOOTTIME`.
   static func timespecValue(of instant: ContinuousClock.Instant) -> timespec {
     let nanoseconds = Self.nanoseconds(of: instant)
-    return timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+    return timespec(
+      tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
   }
 }

@@ -94,13 +94,15 @@ extension EventRunLoop {
     }
     let plan: RunPlan
     if let timeout, timeout <= .zero {
-      plan = RunPlan(deadline: nil, pollOnly: true, returnAfterSourceHandled: returnAfterSourceHandled)
+      plan = RunPlan(
+        deadline: nil, pollOnly: true, returnAfterSourceHandled: returnAfterSourceHandled)
     } else if let timeout, timeout < .seconds(Self.foreverSeconds) {
       plan = RunPlan(
         deadline: .now + timeout, pollOnly: false,
         returnAfterSourceHandled: returnAfterSourceHandled)
     } else {
-      plan = RunPlan(deadline: nil, pollOnly: false, returnAfterSourceHandled: returnAfterSourceHandled)
+      plan = RunPlan(
+        deadline: nil, pollOnly: false, returnAfterSourceHandled: returnAfterSourceHandled)
     }
     return runSpecific(mode: mode, plan: plan)
   }

@@ -33,10 +33,12 @@ public protocol RunLoopInstrument: AnyObject, Sendable {
 
 extension RunLoopInstrument {
   /// Does nothing: an instrument that does not want activities need not implement it.
-  public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {}
+  public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
+  }
 
   /// Does nothing: an instrument that does not want call-outs need not implement it.
-  public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {}
+  public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
+  {}
 
   /// Does nothing: an instrument that does not want sleeps need not implement it.
   public func runLoop(

@@ -185,11 +185,13 @@ public final class RunLoopThread: @unchecked Sendable {
     }
     var handle = pthread_t()
     let context = Unmanaged.passRetained(self).toOpaque()
-    let status = pthread_create(&handle, &attributes, { context in
-      let thread = Unmanaged<RunLoopThread>.fromOpaque(context!).takeRetainedValue()
-      thread.main()
-      return nil
-    }, context)
+    let status = pthread_create(
+      &handle, &attributes,
+      { context in
+        let thread = Unmanaged<RunLoopThread>.fromOpaque(context!).takeRetainedValue()
+        thread.main()
+        return nil
+      }, context)
     guard status == 0 else {
       Unmanaged<RunLoopThread>.fromOpaque(context).release()
       stateBits.store(State.created.rawValue, ordering: .releasing)
@@ -212,7 +214,9 @@ public final class RunLoopThread: @unchecked Sendable {
   ///   has the original error); ``RunLoopError/Code/invalidState`` for a detached thread, a
   ///   thread never started, a second join, or a join from the thread itself.
   public func join() throws(RunLoopError) {
-    guard !isDetached else { throw .invalidState("thread '\(name)' is detached and cannot be joined") }
+    guard !isDetached else {
+      throw .invalidState("thread '\(name)' is detached and cannot be joined")
+    }
     let handle = try shared.withLock { shared throws(RunLoopError) -> pthread_t in
       guard let handle = shared.handle else {
         throw .invalidState("thread '\(name)' was never started")

@@ -1,2 +1,3 @@
 import RunLoopCore
+
 print("runloop-demo")

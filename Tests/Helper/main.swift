@@ -1,2 +1,3 @@
 import RunLoopCore
+
 print("helper")
