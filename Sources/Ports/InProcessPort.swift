@@ -229,7 +229,8 @@ public final class InProcessPort: @unchecked Sendable {
       acquired = false
     } else {
       let remaining = ContinuousClock.now.duration(to: deadline)
-      let nanoseconds = max(0, remaining.components.seconds) * 1_000_000_000
+      let nanoseconds =
+        max(0, remaining.components.seconds) * 1_000_000_000
         + max(0, remaining.components.attoseconds / 1_000_000_000)
       let timeout = DispatchTime.now() + .nanoseconds(Int(clamping: nanoseconds))
       acquired = slots.wait(timeout: timeout) == .success
