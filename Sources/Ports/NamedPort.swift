@@ -232,7 +232,9 @@ public final class NamedPort: @unchecked Sendable {
     }
   }
 
-  private func awaitReply(_ descriptor: Int32, requestID: UInt32, until deadline: ContinuousClock.Instant)
+  private func awaitReply(
+    _ descriptor: Int32, requestID: UInt32, until deadline: ContinuousClock.Instant
+  )
     throws(RunLoopError) -> [UInt8]
   {
     var input: [UInt8] = []

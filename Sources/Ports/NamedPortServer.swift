@@ -92,7 +92,8 @@ public final class NamedPortServer: @unchecked Sendable {
       let code = errno
       close(lock)
       if code == EWOULDBLOCK {
-        throw .nameInUse("port name '\(name)' is registered by a live port in \(registry.directory)")
+        throw .nameInUse(
+          "port name '\(name)' is registered by a live port in \(registry.directory)")
       }
       throw .systemCall("flock(\(lockPath))", errno: code)
     }

@@ -68,7 +68,9 @@ public struct PortNameRegistry: Sendable, Hashable {
       throw .systemCall("mkdir(\(directory))", errno: errno)
     }
     var info = stat()
-    guard lstat(directory, &info) == 0 else { throw .systemCall("lstat(\(directory))", errno: errno) }
+    guard lstat(directory, &info) == 0 else {
+      throw .systemCall("lstat(\(directory))", errno: errno)
+    }
     guard info.st_mode & S_IFMT == S_IFDIR else {
       throw .invalidArgument("registry path '\(directory)' is not a directory")
     }
@@ -117,7 +119,9 @@ public struct PortNameRegistry: Sendable, Hashable {
 
   private func verifyPrivate() throws(RunLoopError) {
     var info = stat()
-    guard lstat(directory, &info) == 0 else { throw .systemCall("lstat(\(directory))", errno: errno) }
+    guard lstat(directory, &info) == 0 else {
+      throw .systemCall("lstat(\(directory))", errno: errno)
+    }
     guard info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
       throw .invalidState(
         "registry directory '\(directory)' must be owned by uid \(getuid()) with mode 0700")

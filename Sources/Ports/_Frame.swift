@@ -84,7 +84,9 @@ struct _Frame: Equatable {
   }
 
   private static func append(_ value: UInt32, to bytes: inout [UInt8]) {
-    bytes += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    bytes += [
+      UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF),
+    ]
   }
 
   private static func readUInt32(_ bytes: [UInt8], at index: Int) -> UInt32 {

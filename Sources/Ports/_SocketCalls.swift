@@ -76,7 +76,8 @@ enum _SocketCalls {
       let remaining = ContinuousClock.now.duration(to: deadline)
       guard remaining > .zero else { return 0 }
       let milliseconds =
-        remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+        remaining.components.seconds * 1000 + remaining.components.attoseconds
+        / 1_000_000_000_000_000
       var entry = pollfd(fd: descriptor, events: events, revents: 0)
       let count = poll(&entry, 1, Int32(clamping: max(1, milliseconds + 1)))
       if count > 0 { return entry.revents }
@@ -85,7 +86,9 @@ enum _SocketCalls {
   }
 
   /// Writes all of `bytes` before `deadline` (never raising SIGPIPE).
-  static func sendAll(_ descriptor: Int32, _ bytes: [UInt8], until deadline: ContinuousClock.Instant)
+  static func sendAll(
+    _ descriptor: Int32, _ bytes: [UInt8], until deadline: ContinuousClock.Instant
+  )
     throws(RunLoopError)
   {
     var offset = 0

@@ -28,8 +28,9 @@ func runPortsHelper(_ arguments: [String]) -> Never {
     case "ports-signals" where arguments.count == 1:
       try signalWaiter()
     default:
-      say("usage: ports-echo DIR NAME | ports-request DIR NAME MSGID TEXT"
-        + " | ports-checkin DIR MAIN | ports-signals")
+      say(
+        "usage: ports-echo DIR NAME | ports-request DIR NAME MSGID TEXT"
+          + " | ports-checkin DIR MAIN | ports-signals")
       exit(2)
     }
   } catch {

@@ -37,3 +37,19 @@ struct SignalSourceTests {
     }
   }
 }
+
+@Suite("Signal sources in a separate process")
+struct ProcessSignalTests {
+  /// Process-directed signals (`kill`), the real use: the helper blocks SIGTERM and SIGHUP
+  /// before any thread exists, then reads them on its main run loop.
+  @Test func processSignalsReachTheMainRunLoop() throws {
+    let helper = try HelperProcess(["ports-signals"])
+    #expect(helper.readLine() == "ready")
+    helper.signal(SIGHUP)
+    #expect(helper.readLine() == "hup from \(getpid())")
+    helper.signal(SIGTERM)
+    #expect(helper.readLine() == "term from \(getpid())")
+    // It stopped its loop and exited normally: the signal never killed it.
+    #expect(helper.waitForExit() == 0)
+  }
+}
