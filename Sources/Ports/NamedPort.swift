@@ -165,6 +165,14 @@ public final class NamedPort: @unchecked Sendable {
       guard state.valid else { throw .invalidated("named port '\(name)' was invalidated") }
       do throws(RunLoopError) {
         return try body(&state)
+      } catch let error where error.code == .peerClosed && state.descriptor >= 0 {
+        // A server that refuses us says why before closing: prefer its reason.
+        defer {
+          close(state.descriptor)
+          state.descriptor = -1
+        }
+        try throwPendingFailure(state.descriptor)
+        throw error
       } catch {
         if state.descriptor >= 0 { close(state.descriptor) }
         state.descriptor = -1
