@@ -28,7 +28,9 @@ import Synchronization
 /// `onError`. A source without `onError` invalidates itself on an error, or on a hang-up with
 /// no data left, that its call-outs did not deal with, so that a dead descriptor never
 /// makes the loop spin. A source lives (the loops it is in keep it) until it is
-/// invalidated. All methods are safe from any thread.
+/// invalidated. All methods are safe from any thread, with one caution: invalidate an
+/// `.owned` source from another thread only when none of its call-outs can be using the
+/// descriptor at that moment (invalidating from a call-out is always safe).
 public final class DescriptorSource: @unchecked Sendable {
   /// The descriptor watched.
   public let fileDescriptor: Int32

@@ -276,14 +276,6 @@ public final class InProcessPort: @unchecked Sendable {
   }
 }
 
-extension InProcessPort: Hashable {
-  /// Ports are equal only to themselves.
-  public static func == (lhs: InProcessPort, rhs: InProcessPort) -> Bool { lhs === rhs }
-
-  /// Hashes the port's identity.
-  public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
-}
-
 /// The state of an ``InProcessPort`` shared between threads.
 struct _PortState {
   var valid = true

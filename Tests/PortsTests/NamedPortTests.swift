@@ -79,6 +79,29 @@ struct NamedPortTests {
     server.invalidate()
   }
 
+  @Test func oneServerServesManyClientThreadsWithoutMixingReplies() throws {
+    let temporary = try TemporaryRegistry()
+    let (server, thread) = try echoServer(temporary.registry, name: "busy")
+    let failures = GuardedState<[String]>([])
+    let clients = (0..<4).map { client in
+      RunLoopThread(name: "client-\(client)") { _ in
+        let port = try NamedPort(name: "busy", registry: temporary.registry)
+        for index in 0..<300 {
+          let text = Array("\(client):\(index)".utf8)
+          let reply = try port.request(msgid: Int32(index), data: text)
+          if reply != text { failures.withLock { $0.append("\(client):\(index)") } }
+        }
+      }
+    }
+    for client in clients { try client.start() }
+    for client in clients { try client.join() }
+    #expect(failures.withLock { $0 }.isEmpty)
+    #expect(server.statistics.messagesHandled == 1200)
+    #expect(server.statistics.connectionsAccepted == 4)
+    try finish(thread)
+    server.invalidate()
+  }
+
   @Test func nameInUseIsAClearErrorInAndAcrossProcesses() throws {
     let temporary = try TemporaryRegistry()
     let first = try NamedPortServer(name: "taken", registry: temporary.registry) { _ in nil }
