@@ -33,10 +33,23 @@ import Synchronization
 /// descriptor at that moment (invalidating from a call-out is always safe).
 public final class DescriptorSource: @unchecked Sendable {
   /// The descriptor watched.
+  ///
+  /// ```swift
+  /// var byte: UInt8 = 0
+  /// _ = read(source.fileDescriptor, &byte, 1)
+  /// ```
   public let fileDescriptor: Int32
   /// Who closes ``fileDescriptor``.
+  ///
+  /// ```swift
+  /// if source.ownership == .borrowed { source.invalidate(); close(fd) }
+  /// ```
   public let ownership: DescriptorOwnership
   /// The source's name in traces.
+  ///
+  /// ```swift
+  /// print(source.name)  // "pipe"
+  /// ```
   public let name: String
 
   private let onReadable: (@Sendable (DescriptorSource) -> Void)?
@@ -85,9 +98,17 @@ public final class DescriptorSource: @unchecked Sendable {
   }
 
   /// Whether the source can still be added and still calls out.
+  ///
+  /// ```swift
+  /// if !source.isValid { print("closed") }
+  /// ```
   public var isValid: Bool { watch.isValid }
 
   /// Whether the source currently waits for writability.
+  ///
+  /// ```swift
+  /// if output.isEmpty && source.wantsWritable { try source.setWantsWritable(false) }
+  /// ```
   public var wantsWritable: Bool { watch.interest.contains(.writable) }
 
   /// Adds the source to `loop` in `mode` (``LoopMode/common`` for every common mode).

@@ -38,8 +38,16 @@ import RunLoopCore
 /// queued are discarded (their number is in ``discardedOnInvalidation``).
 public final class InProcessPort: @unchecked Sendable {
   /// The port's name in traces.
+  ///
+  /// ```swift
+  /// print(port.name)  // "jobs"
+  /// ```
   public let name: String
   /// How many messages the queue holds before senders wait.
+  ///
+  /// ```swift
+  /// let room = port.capacity - port.queuedCount
+  /// ```
   public let capacity: Int
 
   private let eventDescriptor: Int32
@@ -90,15 +98,32 @@ public final class InProcessPort: @unchecked Sendable {
   }
 
   /// Whether the port still accepts messages.
+  ///
+  /// ```swift
+  /// if port.isValid { try port.send(msgid: 1, before: .now) }
+  /// ```
   public var isValid: Bool { state.withLock { $0.valid } }
 
   /// The loop the port belongs to, once added.
+  ///
+  /// ```swift
+  /// assert(port.owningLoop === EventRunLoop.current)
+  /// ```
   public var owningLoop: EventRunLoop? { state.withLock { $0.owner } }
 
   /// Messages queued and not yet handed to the handler.
+  ///
+  /// ```swift
+  /// print("\(port.queuedCount) messages waiting")
+  /// ```
   public var queuedCount: Int { state.withLock { $0.queue.count } }
 
   /// Messages discarded because the port was invalidated with them still queued.
+  ///
+  /// ```swift
+  /// port.invalidate()
+  /// print("\(port.discardedOnInvalidation) messages were never handled")
+  /// ```
   public var discardedOnInvalidation: Int { state.withLock { $0.discarded } }
 
   /// Adds the port to `loop` in `mode`; the first add makes `loop` its owner.

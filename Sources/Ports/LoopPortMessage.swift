@@ -18,12 +18,28 @@ import RunLoopCore
 /// ```
 public struct LoopPortMessage: Sendable {
   /// The message id (`msgid`), for the receiver to tell messages apart.
+  ///
+  /// ```swift
+  /// if message.msgid == 100 { print("check-in") }
+  /// ```
   public var msgid: UInt32
   /// The message's data, as a list of byte buffers.
+  ///
+  /// ```swift
+  /// let text = String(decoding: message.components[0], as: UTF8.self)
+  /// ```
   public var components: [[UInt8]]
   /// Outgoing: where the message goes. Incoming: where replies should go.
+  ///
+  /// ```swift
+  /// try message.sendPort?.send(msgid: 201, before: .now + .seconds(1))
+  /// ```
   public var sendPort: InProcessPort?
   /// Outgoing: where replies should arrive. Incoming: the port the message arrived on.
+  ///
+  /// ```swift
+  /// message.receivePort?.invalidate()  // stop listening after this one
+  /// ```
   public var receivePort: InProcessPort?
 
   /// Creates a message.

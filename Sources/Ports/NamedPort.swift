@@ -22,12 +22,28 @@ import RunLoopCore
 /// trusted (`SO_PEERCRED`), so another user cannot impersonate a name.
 public final class NamedPort: @unchecked Sendable {
   /// The name looked up.
+  ///
+  /// ```swift
+  /// print(port.name)  // "com.example.main"
+  /// ```
   public let name: String
   /// The registry the name is looked up in.
+  ///
+  /// ```swift
+  /// print(port.registry.socketPath(for: port.name))
+  /// ```
   public let registry: PortNameRegistry
   /// The largest payload this side sends or accepts, in bytes.
+  ///
+  /// ```swift
+  /// guard data.count <= port.maxMessageSize else { return }
+  /// ```
   public let maxMessageSize: Int
   /// The user ids a server may run as.
+  ///
+  /// ```swift
+  /// let strict = try NamedPort(name: "com.example.main", trustedUIDs: [getuid()])
+  /// ```
   public let trustedUIDs: Set<uid_t>
 
   // The connection and request counter; held for a whole exchange, which serializes callers.
@@ -75,6 +91,10 @@ public final class NamedPort: @unchecked Sendable {
   }
 
   /// Whether the port can still be used.
+  ///
+  /// ```swift
+  /// if port.isValid { try port.send(msgid: 1) }
+  /// ```
   public var isValid: Bool { connection.withLock { $0.valid } }
 
   /// Sends a one-way message: it returns once the message is handed to the kernel, without

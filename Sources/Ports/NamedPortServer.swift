@@ -32,14 +32,34 @@ import RunLoopCore
 /// (``NamedPortStatistics/framesRejected``); the server goes on serving everyone else.
 public final class NamedPortServer: @unchecked Sendable {
   /// The registered name.
+  ///
+  /// ```swift
+  /// print(server.name)  // "com.example.main"
+  /// ```
   public let name: String
   /// The registry the name lives in.
+  ///
+  /// ```swift
+  /// print(server.registry.socketPath(for: server.name))
+  /// ```
   public let registry: PortNameRegistry
   /// The largest payload accepted, in bytes.
+  ///
+  /// ```swift
+  /// print("accepts up to \(server.maxMessageSize) bytes")
+  /// ```
   public let maxMessageSize: Int
   /// The user ids allowed to connect.
+  ///
+  /// ```swift
+  /// let shared = try NamedPortServer(name: "svc", allowedUIDs: [getuid(), 1001]) { _ in nil }
+  /// ```
   public let allowedUIDs: Set<uid_t>
   /// Whether registering found a stale socket of a dead server and replaced it.
+  ///
+  /// ```swift
+  /// if server.reclaimedStaleSocket { print("the previous server crashed") }
+  /// ```
   public let reclaimedStaleSocket: Bool
 
   private let handler: @Sendable (NamedPortMessage) -> [UInt8]?
@@ -51,6 +71,10 @@ public final class NamedPortServer: @unchecked Sendable {
   private var listener: DescriptorSource!
 
   /// The default maximum payload: 1 MiB.
+  ///
+  /// ```swift
+  /// let half = NamedPortServer.defaultMaxMessageSize / 2
+  /// ```
   public static let defaultMaxMessageSize = 1 << 20
 
   /// Registers `name` and starts listening; messages are handled once the server is added
@@ -134,12 +158,24 @@ public final class NamedPortServer: @unchecked Sendable {
   }
 
   /// Whether the server still holds its name.
+  ///
+  /// ```swift
+  /// if server.isValid { server.invalidate() }
+  /// ```
   public var isValid: Bool { state.withLock { $0.valid } }
 
   /// Counters of what the server has seen. Safe from any thread.
+  ///
+  /// ```swift
+  /// print(server.statistics.framesRejected)
+  /// ```
   public var statistics: NamedPortStatistics { state.withLock { $0.statistics } }
 
   /// The connections open right now.
+  ///
+  /// ```swift
+  /// print("\(server.connectionCount) clients connected")
+  /// ```
   public var connectionCount: Int { state.withLock { $0.connections.count } }
 
   /// Adds the server to `loop` in `mode`: the first add makes `loop` its owner, and every

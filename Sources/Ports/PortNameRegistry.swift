@@ -22,9 +22,17 @@ import RunLoopCore
 /// how a stale socket left by a crashed process is told from a live one and reclaimed.
 public struct PortNameRegistry: Sendable, Hashable {
   /// The directory holding the sockets.
+  ///
+  /// ```swift
+  /// print(registry.directory)  // "/run/user/1000/runloop-ports"
+  /// ```
   public let directory: String
 
   /// The longest accepted name, in bytes.
+  ///
+  /// ```swift
+  /// let fits = name.utf8.count <= PortNameRegistry.maximumNameLength
+  /// ```
   public static let maximumNameLength = 64
 
   /// The per-user default registry, creating its directory if needed.

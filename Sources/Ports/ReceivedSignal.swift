@@ -9,10 +9,22 @@ import Glibc
 /// ```
 public struct ReceivedSignal: Sendable, Hashable, CustomStringConvertible {
   /// The signal number (`SIGTERM`, `SIGHUP`...).
+  ///
+  /// ```swift
+  /// if received.signal == SIGHUP { reload() }
+  /// ```
   public let signal: Int32
   /// The process that sent it (0 for the kernel).
+  ///
+  /// ```swift
+  /// print("sent by pid \(received.senderPID)")
+  /// ```
   public let senderPID: pid_t
   /// The real user id of the sender.
+  ///
+  /// ```swift
+  /// print("sent by uid \(received.senderUID)")
+  /// ```
   public let senderUID: uid_t
 
   /// Creates a value; the source makes these from `signalfd_siginfo`.
@@ -27,6 +39,10 @@ public struct ReceivedSignal: Sendable, Hashable, CustomStringConvertible {
   }
 
   /// `signal 15 from pid 1234 (uid 0)`.
+  ///
+  /// ```swift
+  /// print(received)  // "signal 15 from pid 1234 (uid 0)"
+  /// ```
   public var description: String {
     "signal \(signal) from pid \(senderPID) (uid \(senderUID))"
   }

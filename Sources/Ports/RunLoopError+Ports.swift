@@ -3,20 +3,52 @@ import RunLoopCore
 // The failures of the Ports module, as codes of the framework's one error type.
 extension RunLoopError.Code {
   /// A bounded port queue stayed full until the send's deadline; the message was not sent.
+  ///
+  /// ```swift
+  /// catch let error where error.code == .queueFull { retryLater() }
+  /// ```
   public static let queueFull = RunLoopError.Code("queueFull")
   /// A message is larger than the port accepts.
+  ///
+  /// ```swift
+  /// catch let error where error.code == .messageTooLarge { split(data) }
+  /// ```
   public static let messageTooLarge = RunLoopError.Code("messageTooLarge")
   /// A named port's name is taken by a live port (in this or another process).
+  ///
+  /// ```swift
+  /// catch let error where error.code == .nameInUse { print("already running") }
+  /// ```
   public static let nameInUse = RunLoopError.Code("nameInUse")
   /// No port is registered under the name looked up.
+  ///
+  /// ```swift
+  /// catch let error where error.code == .nameNotFound { startServer() }
+  /// ```
   public static let nameNotFound = RunLoopError.Code("nameNotFound")
   /// A port name has characters or a length the registry does not accept.
+  ///
+  /// ```swift
+  /// catch let error where error.code == .invalidName { print(error.message) }
+  /// ```
   public static let invalidName = RunLoopError.Code("invalidName")
   /// The peer closed the connection (or died) before the exchange was complete.
+  ///
+  /// ```swift
+  /// catch let error where error.code == .peerClosed { reconnect() }
+  /// ```
   public static let peerClosed = RunLoopError.Code("peerClosed")
   /// The peer is not allowed: its user id is not accepted.
+  ///
+  /// ```swift
+  /// catch let error where error.code == .peerRefused { print(error.message) }
+  /// ```
   public static let peerRefused = RunLoopError.Code("peerRefused")
   /// Bytes on a connection are not a valid frame (bad magic, version, kind or length).
+  ///
+  /// ```swift
+  /// catch let error where error.code == .malformedFrame { print(error.message) }
+  /// ```
   public static let malformedFrame = RunLoopError.Code("malformedFrame")
 }
 

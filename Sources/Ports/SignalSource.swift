@@ -35,8 +35,16 @@ import RunLoopCore
 /// does not unblock the signals.
 public final class SignalSource: @unchecked Sendable {
   /// The signals the source reads.
+  ///
+  /// ```swift
+  /// print(source.signals)  // [15, 2]
+  /// ```
   public let signals: [Int32]
   /// The source's name in traces.
+  ///
+  /// ```swift
+  /// print(source.name)  // "signals"
+  /// ```
   public let name: String
 
   private let source: DescriptorSource
@@ -90,6 +98,10 @@ public final class SignalSource: @unchecked Sendable {
   }
 
   /// Whether the source can still be added.
+  ///
+  /// ```swift
+  /// if source.isValid { source.invalidate() }
+  /// ```
   public var isValid: Bool { source.isValid }
 
   /// Adds the source to `loop` in `mode`.

@@ -10,11 +10,23 @@ import RunLoopCore
 /// ```
 public enum SocketEndpoint: Sendable, Hashable, CustomStringConvertible {
   /// A TCP endpoint; `host` is a numeric IPv4 or IPv6 address (no name lookup).
+  ///
+  /// ```swift
+  /// let endpoint = SocketEndpoint.tcp(host: "::1", port: 8080)
+  /// ```
   case tcp(host: String, port: UInt16)
   /// A Unix-domain stream socket at `path`.
+  ///
+  /// ```swift
+  /// let endpoint = SocketEndpoint.unix(path: "/run/user/1000/app.sock")
+  /// ```
   case unix(path: String)
 
   /// `tcp 127.0.0.1:8080` or `unix /path`.
+  ///
+  /// ```swift
+  /// print(SocketEndpoint.tcp(host: "127.0.0.1", port: 80))  // "tcp 127.0.0.1:80"
+  /// ```
   public var description: String {
     switch self {
     case .tcp(let host, let port): "tcp \(host):\(port)"

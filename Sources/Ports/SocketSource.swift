@@ -31,6 +31,10 @@ import RunLoopCore
 /// the descriptors it creates and closes them on ``invalidate()``.
 public final class SocketSource: @unchecked Sendable {
   /// The source's name in traces.
+  ///
+  /// ```swift
+  /// print(socket.name)  // "connection"
+  /// ```
   public let name: String
 
   private let onAccept: (@Sendable (SocketSource, Int32) -> Void)?
@@ -145,12 +149,25 @@ public final class SocketSource: @unchecked Sendable {
   }
 
   /// The socket's descriptor.
+  ///
+  /// ```swift
+  /// var one: Int32 = 1
+  /// setsockopt(socket.fileDescriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, 4)
+  /// ```
   public var fileDescriptor: Int32 { source.fileDescriptor }
 
   /// Whether the source is still open.
+  ///
+  /// ```swift
+  /// if socket.isValid { socket.write(reply) }
+  /// ```
   public var isValid: Bool { source.isValid }
 
   /// The local TCP port (useful after listening on port 0), or `nil` for a Unix socket.
+  ///
+  /// ```swift
+  /// print("listening on port \(listener.localPort!)")
+  /// ```
   public var localPort: UInt16? {
     var storage = sockaddr_storage()
     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -179,6 +196,10 @@ public final class SocketSource: @unchecked Sendable {
   }
 
   /// Bytes queued by ``write(_:)`` and not yet sent.
+  ///
+  /// ```swift
+  /// if socket.pendingOutput > 1 << 20 { pauseProducer() }
+  /// ```
   public var pendingOutput: Int { state.withLock { $0.output.count } }
 
   /// Adds the source to `loop` in `mode`.
