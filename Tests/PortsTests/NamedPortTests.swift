@@ -171,6 +171,22 @@ struct NamedPortTests {
     server.invalidate()
   }
 
+  @Test func sendToAServerThatDoesNotReadTimesOut() throws {
+    let temporary = try TemporaryRegistry()
+    let (server, thread) = try echoServer(temporary.registry, name: "deaf", mode: "never")
+    let port = try NamedPort(name: "deaf", registry: temporary.registry)
+    // Far more than the socket buffers hold; nobody reads on the other side.
+    let start = ContinuousClock.now
+    #expect(throws: RunLoopError.timedOut("")) {
+      try port.send(
+        msgid: 1, data: [UInt8](repeating: 1, count: 1 << 20), timeout: .milliseconds(100))
+    }
+    #expect(ContinuousClock.now - start >= .milliseconds(100))
+    #expect(ContinuousClock.now - start < .seconds(10))
+    try finish(thread)
+    server.invalidate()
+  }
+
   @Test func badFramesAreRejectedWhileOtherPeersAreStillServed() throws {
     let temporary = try TemporaryRegistry()
     let (server, thread) = try echoServer(
