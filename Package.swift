@@ -30,7 +30,13 @@ let package = Package(
     ),
     .target(name: "RunLoopTimers", dependencies: ["RunLoopCore"], path: "Sources/Timers"),
     .target(
-      name: "RunLoopPorts", dependencies: ["RunLoopCore", "CRunLoopLinux"], path: "Sources/Ports"),
+      name: "RunLoopPorts",
+      dependencies: [
+        "RunLoopCore", "CRunLoopLinux",
+        .product(name: "DequeModule", package: "swift-collections"),
+      ],
+      path: "Sources/Ports"
+    ),
     .target(name: "RunLoopObservers", dependencies: ["RunLoopCore"], path: "Sources/Observers"),
     .executableTarget(
       name: "RunLoopDemo",
@@ -50,6 +56,11 @@ let package = Package(
       name: "RunLoopCoreTests",
       dependencies: ["RunLoopCore", "RunLoopTestHelper"],
       path: "Tests/CoreTests"
+    ),
+    .testTarget(
+      name: "RunLoopPortsTests",
+      dependencies: ["RunLoopCore", "RunLoopPorts", "RunLoopTestHelper"],
+      path: "Tests/PortsTests"
     ),
     .testTarget(
       name: "IntegrationTests",

@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -37,5 +38,22 @@ static inline int crl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint6
   return epoll_ctl(epfd, op, fd, &event);
 }
 static inline size_t crl_epoll_event_size(void) { return sizeof(struct epoll_event); }
+
+/// SO_PEERCRED of a connected Unix-domain socket (struct ucred needs _GNU_SOURCE, which
+/// Swift's Glibc module is built without). Returns 0 or -1 with errno set.
+static inline int crl_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
+  struct ucred credentials;
+  socklen_t length = sizeof(credentials);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+  *pid = credentials.pid;
+  *uid = credentials.uid;
+  *gid = credentials.gid;
+  return 0;
+}
+
+/// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC (a GNU extension).
+static inline int crl_accept_nonblocking(int fd) {
+  return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
 
 #endif

@@ -1,0 +1,328 @@
+import CRunLoopLinux
+import DequeModule
+import Dispatch
+import Glibc
+import RunLoopCore
+
+/// A port for messages between threads of one process, the role of `NSMachPort` in the
+/// guide's "Configuring an NSMachPort Object": a bounded message queue plus an `eventfd`
+/// that the owning run loop waits on, so its handler runs on that loop's thread.
+///
+/// Any thread may send; a message carries a message id, byte-buffer components and,
+/// optionally, the ports to answer on (``LoopPortMessage``).
+///
+/// ```swift
+/// let port = try InProcessPort(name: "main") { message in
+///   print("message \(message.msgid) on the main thread")
+/// }
+/// try port.add(to: .main, mode: .default)
+/// // Any thread:
+/// try port.send(LoopPortMessage(msgid: 1), before: .now + .seconds(1))
+/// ```
+///
+/// Delivery: per sender, messages arrive in the order they were sent; nothing is lost or
+/// duplicated. The loop takes every queued message in one wake-up (one `eventfd` read, one
+/// lock) and hands them to the handler one by one.
+///
+/// Back-pressure: the queue holds ``capacity`` messages. A send to a full queue waits for
+/// room until its deadline and then throws ``RunLoopError/Code/queueFull``; a message is never
+/// dropped silently. A send from the owning loop's own thread to its own full queue throws
+/// at once, since the loop cannot drain while it waits.
+///
+/// A port belongs to the first loop it is added to (in any number of modes of it). The
+/// loops keep an added port alive until ``invalidate()``.
+///
+/// Invalidation tells both sides: every handler registered with
+/// ``onInvalidation(on:_:)`` (the owner's and the senders') runs once, senders waiting for
+/// room throw ``RunLoopError/Code/invalidated``, later sends throw it too, and messages still
+/// queued are discarded (their number is in ``discardedOnInvalidation``).
+public final class InProcessPort: @unchecked Sendable {
+  /// The port's name in traces.
+  ///
+  /// ```swift
+  /// print(port.name)  // "jobs"
+  /// ```
+  public let name: String
+  /// How many messages the queue holds before senders wait.
+  ///
+  /// ```swift
+  /// let room = port.capacity - port.queuedCount
+  /// ```
+  public let capacity: Int
+
+  private let eventDescriptor: Int32
+  // Free queue slots. Created at 0 and raised to `capacity`, so libdispatch never sees the
+  // value below its initial one (it stops the process when such a semaphore is freed).
+  private let slots = DispatchSemaphore(value: 0)
+  private let handler: @Sendable (LoopPortMessage) -> Void
+  // Everything shared between senders and the owning loop, behind one lock; no user code
+  // runs while it is held.
+  private let state = GuardedState(_PortState())
+  // Set once in init.
+  private var watch: DescriptorWatch!
+
+  /// Creates a port.
+  ///
+  /// - Parameters:
+  ///   - name: how traces name the port's call-outs.
+  ///   - capacity: the queue bound, at least 1.
+  ///   - handler: called on the owning loop's thread with each message (the role of the
+  ///     delegate's `handlePortMessage:`).
+  ///
+  /// ```swift
+  /// let port = try InProcessPort(name: "jobs", capacity: 256) { message in run(message) }
+  /// ```
+  ///
+  /// - Throws: ``RunLoopError/Code/invalidArgument`` for a capacity below 1;
+  ///   ``RunLoopError/Code/systemCallFailed`` when no `eventfd` can be made.
+  public init(
+    name: String = "port", capacity: Int = 1024,
+    handler: @escaping @Sendable (LoopPortMessage) -> Void
+  ) throws(RunLoopError) {
+    guard capacity >= 1 else { throw .invalidArgument("a port capacity must be at least 1") }
+    let descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+    guard descriptor >= 0 else { throw .systemCall("eventfd", errno: errno) }
+    self.name = name
+    self.capacity = capacity
+    self.eventDescriptor = descriptor
+    self.handler = handler
+    for _ in 0..<capacity { slots.signal() }
+    self.watch = DescriptorWatch(fileDescriptor: descriptor, name: name) { [self] _ in
+      self.deliverQueued()
+    }
+  }
+
+  deinit {
+    // The descriptor outlives invalidation: a sender may still be about to write to it.
+    close(eventDescriptor)
+  }
+
+  /// Whether the port still accepts messages.
+  ///
+  /// ```swift
+  /// if port.isValid { try port.send(msgid: 1, before: .now) }
+  /// ```
+  public var isValid: Bool { state.withLock { $0.valid } }
+
+  /// The loop the port belongs to, once added.
+  ///
+  /// ```swift
+  /// assert(port.owningLoop === EventRunLoop.current)
+  /// ```
+  public var owningLoop: EventRunLoop? { state.withLock { $0.owner } }
+
+  /// Messages queued and not yet handed to the handler.
+  ///
+  /// ```swift
+  /// print("\(port.queuedCount) messages waiting")
+  /// ```
+  public var queuedCount: Int { state.withLock { $0.queue.count } }
+
+  /// Messages discarded because the port was invalidated with them still queued.
+  ///
+  /// ```swift
+  /// port.invalidate()
+  /// print("\(port.discardedOnInvalidation) messages were never handled")
+  /// ```
+  public var discardedOnInvalidation: Int { state.withLock { $0.discarded } }
+
+  /// Adds the port to `loop` in `mode`; the first add makes `loop` its owner.
+  ///
+  /// ```swift
+  /// try port.add(to: .current, mode: .default)
+  /// ```
+  ///
+  /// - Throws: ``RunLoopError/Code/invalidated`` after ``invalidate()``;
+  ///   ``RunLoopError/Code/alreadyInUse`` when the port belongs to another loop.
+  public func add(to loop: EventRunLoop, mode: LoopMode) throws(RunLoopError) {
+    try state.withLock { state throws(RunLoopError) in
+      guard state.valid else { throw .invalidated("port '\(name)' was invalidated") }
+      if let owner = state.owner, owner !== loop {
+        throw .alreadyInUse("port '\(name)' belongs to \(owner); it cannot join \(loop)")
+      }
+      state.owner = loop
+    }
+    try loop.add(watch, mode: mode)
+  }
+
+  /// Removes the port from `mode` of its loop; queued messages wait until it is added again.
+  ///
+  /// ```swift
+  /// port.remove(from: .current, mode: .default)
+  /// ```
+  public func remove(from loop: EventRunLoop, mode: LoopMode) {
+    loop.remove(watch, mode: mode)
+  }
+
+  /// Queues `message` for the port's handler, waiting for room until `deadline` when the
+  /// queue is full. The message's ``LoopPortMessage/sendPort`` is not looked at: the message
+  /// goes to this port. Safe from any thread.
+  ///
+  /// ```swift
+  /// try port.send(LoopPortMessage(msgid: 2, components: [[1, 2, 3]]), before: .now + .seconds(1))
+  /// ```
+  ///
+  /// - Throws: ``RunLoopError/Code/queueFull`` when the queue is still full at `deadline`
+  ///   (or at once from the owning loop's thread); ``RunLoopError/Code/invalidated`` when the
+  ///   port is or becomes invalid.
+  public func send(_ message: LoopPortMessage, before deadline: ContinuousClock.Instant)
+    throws(RunLoopError)
+  {
+    if slots.wait(timeout: .now()) != .success {
+      try waitForRoom(until: deadline)
+    }
+    var delivered = message
+    delivered.sendPort = message.receivePort
+    delivered.receivePort = self
+    let mustNotify = try state.withLock { state throws(RunLoopError) -> Bool in
+      guard state.valid else { throw .invalidated("port '\(name)' was invalidated") }
+      state.queue.append(delivered)
+      guard !state.notified else { return false }
+      state.notified = true
+      return true
+    }
+    if mustNotify { notifyLoop() }
+  }
+
+  /// Builds a message and sends it (the guide's `initWithSendPort:receivePort:components:`
+  /// followed by `sendBeforeDate:`).
+  ///
+  /// ```swift
+  /// try mainPort.send(msgid: 100, receivePort: workerPort, before: .now)
+  /// ```
+  ///
+  /// - Throws: what ``send(_:before:)`` throws.
+  public func send(
+    msgid: UInt32, components: [[UInt8]] = [], receivePort: InProcessPort? = nil,
+    before deadline: ContinuousClock.Instant
+  ) throws(RunLoopError) {
+    try send(
+      LoopPortMessage(
+        msgid: msgid, components: components, sendPort: self, receivePort: receivePort),
+      before: deadline)
+  }
+
+  /// Registers `handler` to run once when the port is invalidated: on `loop`'s thread (in
+  /// its common modes) when one is given, otherwise on the invalidating thread. Both the
+  /// owner and the threads that send to the port use this to learn that it is gone. On a
+  /// port already invalid, the handler is scheduled at once.
+  ///
+  /// ```swift
+  /// workerPort.onInvalidation(on: .main) { port in print("\(port.name) is gone") }
+  /// ```
+  public func onInvalidation(
+    on loop: EventRunLoop? = nil, _ handler: @escaping @Sendable (InProcessPort) -> Void
+  ) {
+    let stillValid = state.withLock { state -> Bool in
+      guard state.valid else { return false }
+      state.invalidationHandlers.append(_InvalidationHandler(loop: loop, body: handler))
+      return true
+    }
+    if !stillValid { _InvalidationHandler(loop: loop, body: handler).run(for: self) }
+  }
+
+  /// Invalidates the port: removes it from its loop, discards queued messages, fails
+  /// waiting and later sends, and runs the invalidation handlers. A second call does nothing.
+  ///
+  /// ```swift
+  /// port.invalidate()
+  /// ```
+  public func invalidate() {
+    let taken = state.withLock { state -> (Int, [_InvalidationHandler])? in
+      guard state.valid else { return nil }
+      state.valid = false
+      state.discarded += state.queue.count
+      state.queue.removeAll()
+      defer { state.invalidationHandlers.removeAll() }
+      return (state.waitingSenders, state.invalidationHandlers)
+    }
+    guard let (waiting, handlers) = taken else { return }
+    // Wake every sender waiting for room; each finds the port invalid.
+    for _ in 0..<waiting { slots.signal() }
+    watch.invalidate()
+    for handler in handlers { handler.run(for: self) }
+  }
+
+  private func waitForRoom(until deadline: ContinuousClock.Instant) throws(RunLoopError) {
+    let owner = try state.withLock { state throws(RunLoopError) -> EventRunLoop? in
+      guard state.valid else { throw .invalidated("port '\(name)' was invalidated") }
+      state.waitingSenders += 1
+      return state.owner
+    }
+    let acquired: Bool
+    if owner?.isCurrent == true {
+      acquired = false
+    } else {
+      let remaining = ContinuousClock.now.duration(to: deadline)
+      let nanoseconds =
+        max(0, remaining.components.seconds) * 1_000_000_000
+        + max(0, remaining.components.attoseconds / 1_000_000_000)
+      let timeout = DispatchTime.now() + .nanoseconds(Int(clamping: nanoseconds))
+      acquired = slots.wait(timeout: timeout) == .success
+    }
+    let valid = state.withLock { state -> Bool in
+      state.waitingSenders -= 1
+      return state.valid
+    }
+    guard valid else { throw .invalidated("port '\(name)' was invalidated while a send waited") }
+    guard acquired else {
+      throw .queueFull(
+        "port '\(name)' stayed full (capacity \(capacity)) until the send's deadline"
+          + (owner?.isCurrent == true ? "; its own loop's thread cannot wait for room" : ""))
+    }
+  }
+
+  private func notifyLoop() {
+    var one: UInt64 = 1
+    _ = write(eventDescriptor, &one, 8)
+  }
+
+  /// On the owning loop's thread: take every queued message, free their slots, deliver.
+  private func deliverQueued() {
+    var count: UInt64 = 0
+    _ = read(eventDescriptor, &count, 8)
+    let batch = state.withLock { state -> Deque<LoopPortMessage> in
+      state.notified = false
+      var taken = Deque<LoopPortMessage>()
+      swap(&taken, &state.queue)
+      return taken
+    }
+    for _ in 0..<batch.count { slots.signal() }
+    var index = batch.startIndex
+    while index < batch.endIndex {
+      // A handler may invalidate the port; what is left of the batch is then discarded.
+      if index != batch.startIndex, !isValid {
+        state.withLock { $0.discarded += batch.endIndex - index }
+        return
+      }
+      handler(batch[index])
+      index += 1
+    }
+  }
+}
+
+/// The state of an ``InProcessPort`` shared between threads.
+struct _PortState {
+  var valid = true
+  var queue = Deque<LoopPortMessage>()
+  // Whether the eventfd has been written since the loop last took the queue.
+  var notified = false
+  var waitingSenders = 0
+  var discarded = 0
+  var owner: EventRunLoop?
+  var invalidationHandlers: [_InvalidationHandler] = []
+}
+
+/// A handler to run when a port is invalidated, and where.
+struct _InvalidationHandler {
+  let loop: EventRunLoop?
+  let body: @Sendable (InProcessPort) -> Void
+
+  func run(for port: InProcessPort) {
+    if let loop {
+      loop.perform(inModes: [.common], name: "\(port.name).invalidated") { body(port) }
+    } else {
+      body(port)
+    }
+  }
+}

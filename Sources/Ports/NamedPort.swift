@@ -1,0 +1,314 @@
+import CRunLoopLinux
+import Glibc
+import RunLoopCore
+
+/// A remote named port: a connection to a ``NamedPortServer`` looked up by name, in this
+/// process or another (the role of `CFMessagePortCreateRemote` and
+/// `CFMessagePortSendRequest`).
+///
+/// ```swift
+/// let main = try NamedPort(name: "com.example.main")
+/// try main.send(msgid: 100, data: Array("worker-7".utf8))           // one-way
+/// let answer = try main.request(msgid: 1, data: [42],
+///                               sendTimeout: .seconds(1), receiveTimeout: .seconds(2))
+/// ```
+///
+/// Calls block the calling thread (as `CFMessagePortSendRequest` does) and never longer than
+/// their timeouts; calls from several threads on one port are served one at a time. A call
+/// that times out, or finds the peer gone, closes the connection; the next call connects
+/// again, so a restarted server is found.
+///
+/// The server is checked too: by default only a server running as this user or as root is
+/// trusted (`SO_PEERCRED`), so another user cannot impersonate a name.
+public final class NamedPort: @unchecked Sendable {
+  /// The name looked up.
+  ///
+  /// ```swift
+  /// print(port.name)  // "com.example.main"
+  /// ```
+  public let name: String
+  /// The registry the name is looked up in.
+  ///
+  /// ```swift
+  /// print(port.registry.socketPath(for: port.name))
+  /// ```
+  public let registry: PortNameRegistry
+  /// The largest payload this side sends or accepts, in bytes.
+  ///
+  /// ```swift
+  /// guard data.count <= port.maxMessageSize else { return }
+  /// ```
+  public let maxMessageSize: Int
+  /// The user ids a server may run as.
+  ///
+  /// ```swift
+  /// let strict = try NamedPort(name: "com.example.main", trustedUIDs: [getuid()])
+  /// ```
+  public let trustedUIDs: Set<uid_t>
+
+  // The connection and request counter; held for a whole exchange, which serializes callers.
+  // No user code runs under it.
+  private let connection = GuardedState(_ClientState())
+
+  /// Looks `name` up and connects to it.
+  ///
+  /// - Parameters:
+  ///   - name: the server's name.
+  ///   - registry: where to look; the per-user default when `nil`.
+  ///   - maxMessageSize: the largest payload to send or accept.
+  ///   - trustedUIDs: who the server may run as; this user and root when `nil`.
+  ///   - connectTimeout: how long connecting may take.
+  ///
+  /// ```swift
+  /// let worker = try NamedPort(name: "com.example.worker-7", connectTimeout: .seconds(1))
+  /// ```
+  ///
+  /// - Throws: ``RunLoopError/Code/nameNotFound`` when no live server has the name (no
+  ///   socket, or a stale one); ``RunLoopError/Code/peerRefused`` when the server runs as an
+  ///   untrusted user; ``RunLoopError/Code/invalidName``; ``RunLoopError/Code/timedOut``.
+  public init(
+    name: String, registry: PortNameRegistry? = nil,
+    maxMessageSize: Int = NamedPortServer.defaultMaxMessageSize,
+    trustedUIDs: Set<uid_t>? = nil, connectTimeout: Duration = .seconds(1)
+  ) throws(RunLoopError) {
+    try PortNameRegistry.validate(name)
+    self.name = name
+    if let registry {
+      self.registry = registry
+    } else {
+      self.registry = try .standard()
+    }
+    self.maxMessageSize = maxMessageSize
+    self.trustedUIDs = trustedUIDs ?? [getuid(), 0]
+    let descriptor = try connect(timeout: connectTimeout)
+    connection.withLock { $0.descriptor = descriptor }
+  }
+
+  deinit {
+    connection.withLock { state in
+      if state.descriptor >= 0 { close(state.descriptor) }
+    }
+  }
+
+  /// Whether the port can still be used.
+  ///
+  /// ```swift
+  /// if port.isValid { try port.send(msgid: 1) }
+  /// ```
+  public var isValid: Bool { connection.withLock { $0.valid } }
+
+  /// Sends a one-way message: it returns once the message is handed to the kernel, without
+  /// waiting for the server to handle it. A refusal or failure the server already reported
+  /// is thrown here; otherwise it shows up on the next call.
+  ///
+  /// ```swift
+  /// try port.send(msgid: 100, data: Array(myName.utf8), timeout: .seconds(1))
+  /// ```
+  ///
+  /// - Throws: ``RunLoopError/Code/messageTooLarge``, ``RunLoopError/Code/timedOut`` (the
+  ///   server does not read), ``RunLoopError/Code/peerClosed``,
+  ///   ``RunLoopError/Code/nameNotFound`` (reconnecting found no server),
+  ///   ``RunLoopError/Code/invalidated``, or the server's own refusal code.
+  public func send(msgid: Int32, data: [UInt8] = [], timeout: Duration = .seconds(1))
+    throws(RunLoopError)
+  {
+    try checkSize(data.count)
+    let deadline = ContinuousClock.now + timeout
+    _ = try exchange { state throws(RunLoopError) in
+      let descriptor = try self.connected(&state, until: deadline)
+      try self.throwPendingFailure(descriptor)
+      let frame = _Frame(kind: .oneWay, msgid: msgid, requestID: 0, payload: data)
+      try _SocketCalls.sendAll(descriptor, frame.encoded(), until: deadline)
+      return []
+    }
+  }
+
+  /// Sends a request and waits for its reply (the role of `CFMessagePortSendRequest` with a
+  /// reply mode).
+  ///
+  /// ```swift
+  /// let reply = try port.request(msgid: 1, data: [7], sendTimeout: .seconds(1),
+  ///                              receiveTimeout: .seconds(5))
+  /// ```
+  ///
+  /// - Throws: ``RunLoopError/Code/timedOut`` when the request cannot be written within
+  ///   `sendTimeout` or no reply comes within `receiveTimeout`;
+  ///   ``RunLoopError/Code/peerClosed`` when the server goes away (dies) before replying,
+  ///   as soon as that happens; ``RunLoopError/Code/messageTooLarge``; the server's refusal
+  ///   (``RunLoopError/Code/peerRefused``...); ``RunLoopError/Code/invalidated``.
+  public func request(
+    msgid: Int32, data: [UInt8] = [], sendTimeout: Duration = .seconds(1),
+    receiveTimeout: Duration = .seconds(5)
+  ) throws(RunLoopError) -> [UInt8] {
+    try checkSize(data.count)
+    return try exchange { state throws(RunLoopError) in
+      let sendDeadline = ContinuousClock.now + sendTimeout
+      let descriptor = try self.connected(&state, until: sendDeadline)
+      state.nextRequestID &+= 1
+      if state.nextRequestID == 0 { state.nextRequestID = 1 }
+      let requestID = state.nextRequestID
+      let frame = _Frame(kind: .request, msgid: msgid, requestID: requestID, payload: data)
+      try _SocketCalls.sendAll(descriptor, frame.encoded(), until: sendDeadline)
+      return try self.awaitReply(
+        descriptor, requestID: requestID, until: .now + receiveTimeout)
+    }
+  }
+
+  /// Closes the connection; later calls throw ``RunLoopError/Code/invalidated``.
+  ///
+  /// ```swift
+  /// port.invalidate()
+  /// ```
+  public func invalidate() {
+    connection.withLock { state in
+      state.valid = false
+      if state.descriptor >= 0 { close(state.descriptor) }
+      state.descriptor = -1
+    }
+  }
+
+  // MARK: Internals
+
+  private func checkSize(_ count: Int) throws(RunLoopError) {
+    guard count <= maxMessageSize else {
+      throw .messageTooLarge(
+        "message of \(count) bytes exceeds the maximum of \(maxMessageSize) for port '\(name)'")
+    }
+  }
+
+  /// Runs one exchange under the connection lock; any failure closes the connection, so the
+  /// next exchange starts on a clean stream.
+  private func exchange(
+    _ body: (inout _ClientState) throws(RunLoopError) -> [UInt8]
+  ) throws(RunLoopError) -> [UInt8] {
+    try connection.withLock { state throws(RunLoopError) -> [UInt8] in
+      guard state.valid else { throw .invalidated("named port '\(name)' was invalidated") }
+      do throws(RunLoopError) {
+        return try body(&state)
+      } catch let error where error.code == .peerClosed && state.descriptor >= 0 {
+        // A server that refuses us says why before closing: prefer its reason.
+        defer {
+          close(state.descriptor)
+          state.descriptor = -1
+        }
+        try throwPendingFailure(state.descriptor)
+        throw error
+      } catch {
+        if state.descriptor >= 0 { close(state.descriptor) }
+        state.descriptor = -1
+        throw error
+      }
+    }
+  }
+
+  private func connected(_ state: inout _ClientState, until deadline: ContinuousClock.Instant)
+    throws(RunLoopError) -> Int32
+  {
+    if state.descriptor < 0 {
+      state.descriptor = try connect(timeout: ContinuousClock.now.duration(to: deadline))
+    }
+    return state.descriptor
+  }
+
+  private func connect(timeout: Duration) throws(RunLoopError) -> Int32 {
+    let path = registry.socketPath(for: name)
+    let descriptor = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+    guard descriptor >= 0 else { throw .systemCall("socket", errno: errno) }
+    // A blocking connect bounded by SO_SNDTIMEO (a Unix socket connect only waits when the
+    // server's backlog is full), then non-blocking I/O with poll for every later wait.
+    let seconds = max(timeout, .milliseconds(1))
+    var limit = timeval(
+      tv_sec: Int(seconds.components.seconds),
+      tv_usec: Int(seconds.components.attoseconds / 1_000_000_000_000))
+    setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    let code = try _SocketCalls.startConnect(descriptor, path: path)
+    guard code == 0 else {
+      close(descriptor)
+      switch code {
+      case ENOENT, ECONNREFUSED:
+        throw .nameNotFound("no live port named '\(name)' in \(registry.directory)")
+      case EAGAIN, EINPROGRESS, ETIMEDOUT:
+        throw .timedOut("port '\(name)' did not accept the connection in time")
+      case EACCES, EPERM:
+        throw .peerRefused("no permission to connect to port '\(name)' (\(path))")
+      default:
+        throw .systemCall("connect(\(path))", errno: code)
+      }
+    }
+    _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+    guard let peer = _SocketCalls.peer(of: descriptor), trustedUIDs.contains(peer.uid) else {
+      close(descriptor)
+      throw .peerRefused("the server of port '\(name)' runs as an untrusted user")
+    }
+    return descriptor
+  }
+
+  /// Throws what the server said before closing, if it already did (a refusal, a rejection).
+  private func throwPendingFailure(_ descriptor: Int32) throws(RunLoopError) {
+    var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+    guard poll(&entry, 1, 0) > 0 else { return }
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_PEEK))
+    guard count > 0 else {
+      throw .peerClosed("port '\(name)' closed the connection")
+    }
+    if case .frame(let frame, _) = _Frame.parse(
+      Array(buffer[0..<count]), from: 0, maxPayload: maxMessageSize),
+      frame.kind == .failure
+    {
+      throw Self.error(from: frame)
+    }
+  }
+
+  private func awaitReply(
+    _ descriptor: Int32, requestID: UInt32, until deadline: ContinuousClock.Instant
+  )
+    throws(RunLoopError) -> [UInt8]
+  {
+    var input: [UInt8] = []
+    var start = 0
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+      switch _Frame.parse(input, from: start, maxPayload: maxMessageSize) {
+      case .frame(let frame, let consumed):
+        start += consumed
+        if frame.kind == .failure && (frame.requestID == requestID || frame.requestID == 0) {
+          throw Self.error(from: frame)
+        }
+        if frame.kind == .reply && frame.requestID == requestID { return frame.payload }
+        continue
+      case .malformed(let reason):
+        throw .malformedFrame("port '\(name)' sent a bad frame: \(reason)")
+      case .tooLarge(let length):
+        throw .messageTooLarge("reply of \(length) bytes exceeds the maximum of \(maxMessageSize)")
+      case .needMore:
+        break
+      }
+      guard _SocketCalls.wait(descriptor, for: Int16(POLLIN), until: deadline) != 0 else {
+        throw .timedOut("port '\(name)' did not reply before the receive timeout")
+      }
+      let count = read(descriptor, &chunk, chunk.count)
+      if count > 0 {
+        input += chunk[0..<count]
+      } else if count == 0 || errno == ECONNRESET {
+        throw .peerClosed("port '\(name)' closed the connection before replying")
+      } else if errno != EAGAIN && errno != EINTR {
+        throw .systemCall("read", errno: errno)
+      }
+    }
+  }
+
+  /// A failure frame's payload is `code: reason`.
+  private static func error(from frame: _Frame) -> RunLoopError {
+    let text = String(decoding: frame.payload, as: UTF8.self)
+    let code = text.split(separator: ":", maxSplits: 1).first.map(String.init) ?? "failure"
+    return RunLoopError(code: RunLoopError.Code(code), message: text)
+  }
+}
+
+/// The connection of a ``NamedPort``.
+struct _ClientState {
+  var valid = true
+  var descriptor: Int32 = -1
+  var nextRequestID: UInt32 = 0
+}

@@ -1,0 +1,418 @@
+import CRunLoopLinux
+import Glibc
+import RunLoopCore
+
+/// A local named port: a Unix-domain socket registered under a name in a
+/// ``PortNameRegistry``, served by a run loop (the role of `CFMessagePortCreateLocal` plus
+/// `CFMessagePortCreateRunLoopSource`, and of `NSMessagePort` registered with
+/// `NSMessagePortNameServer`). Other processes (and threads) reach it with a ``NamedPort``.
+///
+/// ```swift
+/// let server = try NamedPortServer(name: "com.example.main") { message in
+///   message.expectsReply ? Array("pong".utf8) : nil
+/// }
+/// try server.add(to: .main, mode: .default)
+/// try EventRunLoop.main.run()
+/// ```
+///
+/// The handler runs on the loop's thread for each one-way message and request; for a
+/// request, what it returns (or an empty reply for `nil`) goes back to the sender.
+///
+/// Security: the socket is created mode 0600 in the registry's private directory, and
+/// every connection's peer is checked with `SO_PEERCRED`; a peer whose user id is not in
+/// ``allowedUIDs`` (by default: this process's user) gets a refusal frame and is
+/// disconnected.
+///
+/// Names: a name held by a live server, in this or any process, is refused with
+/// ``RunLoopError/Code/nameInUse``. A socket left by a process that died without cleaning up
+/// is detected (its lock file is free) and reclaimed: ``reclaimedStaleSocket`` tells.
+///
+/// Faults: a frame with a bad magic, version or kind, a payload above ``maxMessageSize``, or a
+/// connection that ends in the middle of a frame is rejected by dropping that connection
+/// (``NamedPortStatistics/framesRejected``); the server goes on serving everyone else.
+public final class NamedPortServer: @unchecked Sendable {
+  /// The registered name.
+  ///
+  /// ```swift
+  /// print(server.name)  // "com.example.main"
+  /// ```
+  public let name: String
+  /// The registry the name lives in.
+  ///
+  /// ```swift
+  /// print(server.registry.socketPath(for: server.name))
+  /// ```
+  public let registry: PortNameRegistry
+  /// The largest payload accepted, in bytes.
+  ///
+  /// ```swift
+  /// print("accepts up to \(server.maxMessageSize) bytes")
+  /// ```
+  public let maxMessageSize: Int
+  /// The user ids allowed to connect.
+  ///
+  /// ```swift
+  /// let shared = try NamedPortServer(name: "svc", allowedUIDs: [getuid(), 1001]) { _ in nil }
+  /// ```
+  public let allowedUIDs: Set<uid_t>
+  /// Whether registering found a stale socket of a dead server and replaced it.
+  ///
+  /// ```swift
+  /// if server.reclaimedStaleSocket { print("the previous server crashed") }
+  /// ```
+  public let reclaimedStaleSocket: Bool
+
+  private let handler: @Sendable (NamedPortMessage) -> [UInt8]?
+  private let listenDescriptor: Int32
+  // Everything shared between threads; connections' buffers are touched on the loop
+  // thread only.
+  private let state = GuardedState(_ServerState())
+  // Set once in init.
+  private var listener: DescriptorSource!
+
+  /// The default maximum payload: 1 MiB.
+  ///
+  /// ```swift
+  /// let half = NamedPortServer.defaultMaxMessageSize / 2
+  /// ```
+  public static let defaultMaxMessageSize = 1 << 20
+
+  /// Registers `name` and starts listening; messages are handled once the server is added
+  /// to a loop.
+  ///
+  /// - Parameters:
+  ///   - name: 1 to 64 letters, digits, `.`, `_`, `-` (for example `com.example.main`).
+  ///   - registry: where to register; the per-user default when `nil`.
+  ///   - maxMessageSize: the largest payload accepted (and replied).
+  ///   - allowedUIDs: who may connect; this process's user when `nil`.
+  ///   - handler: runs on the loop's thread per message; returns the reply of a request.
+  ///
+  /// ```swift
+  /// let server = try NamedPortServer(name: "com.example.worker-7", maxMessageSize: 4096) {
+  ///   message in nil
+  /// }
+  /// ```
+  ///
+  /// - Throws: ``RunLoopError/Code/invalidName``, ``RunLoopError/Code/nameInUse``,
+  ///   ``RunLoopError/Code/invalidArgument`` for a maximum below 1,
+  ///   ``RunLoopError/Code/systemCallFailed``.
+  public init(
+    name: String, registry: PortNameRegistry? = nil,
+    maxMessageSize: Int = NamedPortServer.defaultMaxMessageSize,
+    allowedUIDs: Set<uid_t>? = nil,
+    handler: @escaping @Sendable (NamedPortMessage) -> [UInt8]?
+  ) throws(RunLoopError) {
+    try PortNameRegistry.validate(name)
+    guard maxMessageSize >= 1, maxMessageSize <= Int(UInt32.max) else {
+      throw .invalidArgument("maxMessageSize must be between 1 and \(UInt32.max)")
+    }
+    let chosenRegistry: PortNameRegistry
+    if let registry { chosenRegistry = registry } else { chosenRegistry = try .standard() }
+    let registry = chosenRegistry
+    let lockPath = registry.lockPath(for: name)
+    let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    guard lock >= 0 else { throw .systemCall("open(\(lockPath))", errno: errno) }
+    guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+      let code = errno
+      close(lock)
+      if code == EWOULDBLOCK {
+        throw .nameInUse(
+          "port name '\(name)' is registered by a live port in \(registry.directory)")
+      }
+      throw .systemCall("flock(\(lockPath))", errno: code)
+    }
+    // We hold the lock: any socket at the path belongs to a server that is gone.
+    let path = registry.socketPath(for: name)
+    let stale = unlink(path) == 0
+    let descriptor: Int32
+    do throws(RunLoopError) {
+      descriptor = try Self.listen(at: path)
+    } catch {
+      close(lock)
+      throw error
+    }
+    self.name = name
+    self.registry = registry
+    self.maxMessageSize = maxMessageSize
+    self.allowedUIDs = allowedUIDs ?? [getuid()]
+    self.reclaimedStaleSocket = stale
+    self.handler = handler
+    self.listenDescriptor = descriptor
+    state.withLock { $0.lockDescriptor = lock }
+    self.listener = DescriptorSource(
+      fileDescriptor: descriptor, ownership: .owned, name: "\(name).listen",
+      onReadable: { [self] _ in self.acceptConnections() })
+  }
+
+  private static func listen(at path: String) throws(RunLoopError) -> Int32 {
+    let descriptor = try _SocketCalls.socket(domain: AF_UNIX, type: Int32(SOCK_STREAM.rawValue))
+    do throws(RunLoopError) {
+      try _SocketCalls.bind(descriptor, path: path)
+      chmod(path, 0o600)
+      guard Glibc.listen(descriptor, 128) == 0 else { throw .systemCall("listen", errno: errno) }
+    } catch {
+      close(descriptor)
+      throw error
+    }
+    return descriptor
+  }
+
+  /// Whether the server still holds its name.
+  ///
+  /// ```swift
+  /// if server.isValid { server.invalidate() }
+  /// ```
+  public var isValid: Bool { state.withLock { $0.valid } }
+
+  /// Counters of what the server has seen. Safe from any thread.
+  ///
+  /// ```swift
+  /// print(server.statistics.framesRejected)
+  /// ```
+  public var statistics: NamedPortStatistics { state.withLock { $0.statistics } }
+
+  /// The connections open right now.
+  ///
+  /// ```swift
+  /// print("\(server.connectionCount) clients connected")
+  /// ```
+  public var connectionCount: Int { state.withLock { $0.connections.count } }
+
+  /// Adds the server to `loop` in `mode`: the first add makes `loop` its owner, and every
+  /// connection joins the same modes.
+  ///
+  /// ```swift
+  /// try server.add(to: .current, mode: .common)
+  /// ```
+  ///
+  /// - Throws: ``RunLoopError/Code/invalidated`` after ``invalidate()``;
+  ///   ``RunLoopError/Code/alreadyInUse`` when the server belongs to another loop.
+  public func add(to loop: EventRunLoop, mode: LoopMode) throws(RunLoopError) {
+    let connections = try state.withLock {
+      state throws(RunLoopError) -> [_ServerConnection] in
+      guard state.valid else { throw .invalidated("named port '\(name)' was invalidated") }
+      if let owner = state.owner, owner !== loop {
+        throw .alreadyInUse("named port '\(name)' belongs to \(owner)")
+      }
+      state.owner = loop
+      state.modes.insert(mode)
+      return Array(state.connections.values)
+    }
+    try listener.add(to: loop, mode: mode)
+    for connection in connections { try? connection.source.add(to: loop, mode: mode) }
+  }
+
+  /// Unregisters the name (removing the socket file and releasing the lock at once) and
+  /// closes the listening socket and every connection: at once on the owning loop's thread
+  /// or without an owner, otherwise on the owner's next pass. A second call does nothing.
+  ///
+  /// ```swift
+  /// server.invalidate()
+  /// ```
+  public func invalidate() {
+    let taken = state.withLock { state -> (Int32, EventRunLoop?)? in
+      guard state.valid else { return nil }
+      state.valid = false
+      defer { state.lockDescriptor = -1 }
+      return (state.lockDescriptor, state.owner)
+    }
+    guard let (lock, owner) = taken else { return }
+    unlink(registry.socketPath(for: name))
+    close(lock)
+    if let owner, !owner.isCurrent {
+      owner.perform(name: "\(name).invalidate") { self.closeEverything() }
+      owner.wakeUp()
+    } else {
+      closeEverything()
+    }
+  }
+
+  private func closeEverything() {
+    listener.invalidate()
+    let connections = state.withLock { state -> [_ServerConnection] in
+      defer { state.connections.removeAll() }
+      return Array(state.connections.values)
+    }
+    for connection in connections { connection.source.invalidate() }
+  }
+
+  // MARK: Loop thread
+
+  private func acceptConnections() {
+    while true {
+      let descriptor = crl_accept_nonblocking(listenDescriptor)
+      guard descriptor >= 0 else { return }
+      guard let peer = _SocketCalls.peer(of: descriptor), allowedUIDs.contains(peer.uid) else {
+        refuse(descriptor)
+        continue
+      }
+      let connection = _ServerConnection(peerPID: peer.pid, peerUID: peer.uid)
+      connection.source = DescriptorSource(
+        fileDescriptor: descriptor, ownership: .owned, name: "\(name).connection",
+        onReadable: { [self] _ in self.readFrames(from: connection) },
+        onWritable: { [self] _ in self.flush(connection) },
+        onError: { [self] _, _ in self.drop(connection, rejected: !connection.hasNoPartialFrame) })
+      let placement = state.withLock { state -> (EventRunLoop?, Set<LoopMode>) in
+        state.connections[descriptor] = connection
+        state.statistics.connectionsAccepted += 1
+        return (state.owner, state.modes)
+      }
+      guard let loop = placement.0 else { continue }
+      for mode in placement.1 { try? connection.source.add(to: loop, mode: mode) }
+    }
+  }
+
+  private func refuse(_ descriptor: Int32) {
+    state.withLock { $0.statistics.peersRefused += 1 }
+    let refusal = _Frame(
+      kind: .failure, msgid: 0, requestID: 0,
+      payload: Array("peerRefused: uid not allowed by port '\(name)'".utf8)
+    ).encoded()
+    _ = refusal.withUnsafeBytes {
+      send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+    }
+    close(descriptor)
+  }
+
+  private func readFrames(from connection: _ServerConnection) {
+    let descriptor = connection.source.fileDescriptor
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    let count = read(descriptor, &chunk, chunk.count)
+    if count == 0 {
+      // End of file: fine between frames, a truncated frame otherwise.
+      drop(connection, rejected: !connection.hasNoPartialFrame)
+      return
+    }
+    if count < 0 {
+      if errno != EAGAIN && errno != EINTR { drop(connection, rejected: false) }
+      return
+    }
+    connection.input += chunk[0..<count]
+    while connection.source.isValid {
+      switch _Frame.parse(connection.input, from: connection.start, maxPayload: maxMessageSize) {
+      case .needMore:
+        connection.compact()
+        return
+      case .malformed(let reason):
+        reject(connection, notice: "malformedFrame: \(reason)")
+        return
+      case .tooLarge(let length):
+        reject(
+          connection,
+          notice: "messageTooLarge: payload of \(length) bytes exceeds \(maxMessageSize)")
+        return
+      case .frame(let frame, let consumed):
+        connection.start += consumed
+        handle(frame, from: connection)
+      }
+    }
+  }
+
+  private func handle(_ frame: _Frame, from connection: _ServerConnection) {
+    guard frame.kind == .oneWay || frame.kind == .request else {
+      reject(connection, notice: "malformedFrame: a client may not send \(frame.kind) frames")
+      return
+    }
+    let message = NamedPortMessage(
+      msgid: frame.msgid, data: frame.payload, expectsReply: frame.kind == .request,
+      peerPID: connection.peerPID, peerUID: connection.peerUID)
+    state.withLock { $0.statistics.messagesHandled += 1 }
+    let reply = handler(message)
+    guard frame.kind == .request, connection.source.isValid else { return }
+    let answer: _Frame
+    if let reply, reply.count > maxMessageSize {
+      answer = _Frame(
+        kind: .failure, msgid: frame.msgid, requestID: frame.requestID,
+        payload: Array(
+          "messageTooLarge: reply of \(reply.count) bytes exceeds \(maxMessageSize)".utf8))
+    } else {
+      answer = _Frame(
+        kind: .reply, msgid: frame.msgid, requestID: frame.requestID, payload: reply ?? [])
+    }
+    connection.output += answer.encoded()
+    flush(connection)
+  }
+
+  private func flush(_ connection: _ServerConnection) {
+    let descriptor = connection.source.fileDescriptor
+    while !connection.output.isEmpty {
+      let written = connection.output.withUnsafeBytes {
+        send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+      }
+      if written > 0 {
+        connection.output.removeFirst(written)
+      } else if written < 0 && (errno == EAGAIN || errno == EINTR) {
+        // A client that sends but never reads must not make the server hoard replies.
+        if connection.output.count > 4 * maxMessageSize + 4096 {
+          drop(connection, rejected: false)
+        } else if !connection.source.wantsWritable {
+          try? connection.source.setWantsWritable(true)
+        }
+        return
+      } else {
+        drop(connection, rejected: false)
+        return
+      }
+    }
+    if connection.source.wantsWritable { try? connection.source.setWantsWritable(false) }
+  }
+
+  /// Tells the peer why (best effort) and drops the connection.
+  private func reject(_ connection: _ServerConnection, notice: String) {
+    let frame = _Frame(kind: .failure, msgid: 0, requestID: 0, payload: Array(notice.utf8))
+      .encoded()
+    _ = frame.withUnsafeBytes {
+      send(connection.source.fileDescriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+    }
+    drop(connection, rejected: true)
+  }
+
+  private func drop(_ connection: _ServerConnection, rejected: Bool) {
+    let descriptor = connection.source.fileDescriptor
+    state.withLock { state in
+      if state.connections[descriptor] === connection { state.connections[descriptor] = nil }
+      if rejected { state.statistics.framesRejected += 1 }
+    }
+    connection.source.invalidate()
+  }
+}
+
+/// The part of a ``NamedPortServer`` shared between threads.
+struct _ServerState {
+  var valid = true
+  var lockDescriptor: Int32 = -1
+  var owner: EventRunLoop?
+  var modes: Set<LoopMode> = []
+  var connections: [Int32: _ServerConnection] = [:]
+  var statistics = NamedPortStatistics()
+}
+
+/// One client connection of a server. Loop thread only, except `source`, which is set
+/// before the connection is shared.
+final class _ServerConnection: @unchecked Sendable {
+  let peerPID: pid_t
+  let peerUID: uid_t
+  var source: DescriptorSource!
+  var input: [UInt8] = []
+  // Where the unparsed bytes of `input` start.
+  var start = 0
+  var output: [UInt8] = []
+
+  init(peerPID: pid_t, peerUID: uid_t) {
+    self.peerPID = peerPID
+    self.peerUID = peerUID
+  }
+
+  var hasNoPartialFrame: Bool { start == input.count }
+
+  /// Drops the parsed bytes once they are most of the buffer.
+  func compact() {
+    if start == input.count {
+      input.removeAll(keepingCapacity: true)
+      start = 0
+    } else if start > 65536 && start * 2 > input.count {
+      input.removeFirst(start)
+      start = 0
+    }
+  }
+}

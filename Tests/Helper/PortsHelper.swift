@@ -1,0 +1,119 @@
+// The Ports module's part of the test helper: subcommands that play the other process in
+// the cross-process port tests. Each prints "ready" (flushed) once it is set up.
+import Glibc
+import RunLoopCore
+import RunLoopPorts
+
+/// Message ids the helper's servers understand.
+enum PortsHelperMessage {
+  static let echo: Int32 = 1
+  static let dieMidRequest: Int32 = 2
+  static let quit: Int32 = 3
+  static let checkIn: Int32 = 100
+  static let square: Int32 = 200
+}
+
+/// Runs a `ports-*` subcommand and exits.
+func runPortsHelper(_ arguments: [String]) -> Never {
+  do {
+    switch arguments.first {
+    case "ports-echo" where arguments.count == 3:
+      try echoServer(directory: arguments[1], name: arguments[2])
+    case "ports-request" where arguments.count == 5:
+      try request(
+        directory: arguments[1], name: arguments[2], msgid: Int32(arguments[3]) ?? 0,
+        text: arguments[4])
+    case "ports-checkin" where arguments.count == 3:
+      try checkInWorker(directory: arguments[1], mainName: arguments[2])
+    case "ports-signals" where arguments.count == 1:
+      try signalWaiter()
+    default:
+      say(
+        "usage: ports-echo DIR NAME | ports-request DIR NAME MSGID TEXT"
+          + " | ports-checkin DIR MAIN | ports-signals")
+      exit(2)
+    }
+  } catch {
+    say("error:\(error.code)")
+    exit(1)
+  }
+  exit(0)
+}
+
+/// Writes a line to standard output at once (unbuffered, so the test reads it in time).
+private func say(_ line: String) {
+  let bytes = Array((line + "\n").utf8)
+  _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+}
+
+/// A server that echoes, dies mid-request, or quits on request.
+private func echoServer(directory: String, name: String) throws(RunLoopError) {
+  let registry = try PortNameRegistry(directory: directory)
+  let server = try NamedPortServer(name: name, registry: registry) { message in
+    switch message.msgid {
+    case PortsHelperMessage.dieMidRequest:
+      _exit(3)
+    case PortsHelperMessage.quit:
+      EventRunLoop.current.stop()
+      return Array("bye".utf8)
+    default:
+      return message.data
+    }
+  }
+  try server.add(to: .current, mode: .default)
+  say("ready \(server.reclaimedStaleSocket ? "reclaimed" : "fresh")")
+  _ = try EventRunLoop.current.run()
+  server.invalidate()
+}
+
+/// One request; prints the reply or the error code.
+private func request(directory: String, name: String, msgid: Int32, text: String)
+  throws(RunLoopError)
+{
+  let registry = try PortNameRegistry(directory: directory)
+  let port = try NamedPort(name: name, registry: registry)
+  let reply = try port.request(
+    msgid: msgid, data: Array(text.utf8), sendTimeout: .seconds(2), receiveTimeout: .seconds(5))
+  say("reply:\(String(decoding: reply, as: UTF8.self))")
+}
+
+/// The guide's Listing 3-19 as a process: look up the main port by name, register a port of
+/// our own, check in with its name, then serve requests until told to quit.
+private func checkInWorker(directory: String, mainName: String) throws(RunLoopError) {
+  let registry = try PortNameRegistry(directory: directory)
+  let mainPort = try NamedPort(name: mainName, registry: registry)
+  let myName = "com.myapp.thread-\(getpid())"
+  let myPort = try NamedPortServer(name: myName, registry: registry) { message in
+    switch message.msgid {
+    case PortsHelperMessage.square:
+      let value = Int(String(decoding: message.data, as: UTF8.self)) ?? 0
+      return Array(String(value * value).utf8)
+    case PortsHelperMessage.quit:
+      EventRunLoop.current.stop()
+      return nil
+    default:
+      return nil
+    }
+  }
+  try myPort.add(to: .current, mode: .default)
+  try mainPort.send(msgid: PortsHelperMessage.checkIn, data: Array(myName.utf8))
+  say("ready")
+  _ = try EventRunLoop.current.run()
+  myPort.invalidate()
+}
+
+/// Blocks SIGTERM and SIGHUP before any thread exists, then reads them from a signal source.
+private func signalWaiter() throws(RunLoopError) {
+  try SignalSource.block([SIGTERM, SIGHUP])
+  let source = try SignalSource(signals: [SIGTERM, SIGHUP]) { received in
+    if received.signal == SIGHUP {
+      say("hup from \(received.senderPID)")
+    } else {
+      say("term from \(received.senderPID)")
+      EventRunLoop.current.stop()
+    }
+  }
+  try source.add(to: .current, mode: .default)
+  say("ready")
+  _ = try EventRunLoop.current.run()
+}
