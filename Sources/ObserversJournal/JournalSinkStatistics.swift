@@ -1,0 +1,38 @@
+/// What a ``JournalSink`` has done so far.
+///
+/// ```swift
+/// let stats = sink.statistics
+/// if stats.dropped > 0 { print("\(stats.dropped) records never reached the journal queue") }
+/// ```
+public struct JournalSinkStatistics: Sendable, Hashable {
+  /// Entries journald accepted (records and drop reports).
+  public var sent: UInt64
+  /// Records dropped because the queue was full (the journal was slower than the loops).
+  public var dropped: UInt64
+  /// Records the journal refused or that found no journal.
+  public var failed: UInt64
+  /// Drop reports sent to the journal.
+  public var dropReports: UInt64
+  /// Whether the latest send found no journal listening.
+  public var journalAbsent: Bool
+  /// The `errno` of the latest failed send.
+  public var lastError: Int32?
+
+  /// Creates statistics (the sink does this).
+  ///
+  /// ```swift
+  /// let zero = JournalSinkStatistics(
+  ///   sent: 0, dropped: 0, failed: 0, dropReports: 0, journalAbsent: false, lastError: nil)
+  /// ```
+  public init(
+    sent: UInt64, dropped: UInt64, failed: UInt64, dropReports: UInt64, journalAbsent: Bool,
+    lastError: Int32?
+  ) {
+    self.sent = sent
+    self.dropped = dropped
+    self.failed = failed
+    self.dropReports = dropReports
+    self.journalAbsent = journalAbsent
+    self.lastError = lastError
+  }
+}
