@@ -22,6 +22,10 @@ import RunLoopCore
 /// ```
 public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   /// The file written to, or `nil` for a descriptor given by the caller.
+  ///
+  /// ```swift
+  /// let path = sink.path
+  /// ```
   public let path: String?
   private let file: _JSONLinesFile
   private let writer: _WriterThread<TraceRecord>
@@ -73,6 +77,10 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
 
   /// Queues `record` for the writer thread; called on the loop thread. Never blocks
   /// beyond a short lock; records arriving after ``close()`` are ignored.
+  ///
+  /// ```swift
+  /// sink.enqueue(record)  // on the loop thread; returns at once
+  /// ```
   public func enqueue(_ record: TraceRecord) {
     writer.enqueue(record)
   }
@@ -90,6 +98,10 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   }
 
   /// Writes every queued record, flushes and closes the file. Later records are ignored.
+  ///
+  /// ```swift
+  /// sink.close()
+  /// ```
   public func close() {
     writer.close()
     file.close()

@@ -21,8 +21,16 @@ import RunLoopCore
 /// instrument wants call-outs, as this one does.
 public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   /// The metrics wants activities, call-outs and sleeps.
+  ///
+  /// ```swift
+  /// let interests = metrics.interests
+  /// ```
   public var interests: InstrumentInterests { .all }
   /// The label prefix of exported metrics (`runloop` gives `runloop.iterations`, ...).
+  ///
+  /// ```swift
+  /// let labelPrefix = metrics.labelPrefix
+  /// ```
   public let labelPrefix: String
 
   private let factory: (any MetricsFactory)?
@@ -125,8 +133,11 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   }
 
   /// Counts passes and runs, and times runs.
-  public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo)
-  {
+  ///
+  /// ```swift
+  /// loop.addInstrument(metrics)  // the loop calls this on its thread
+  /// ```
+  public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
     guard activity == .beforeTimers || activity == .entry || activity == .exit else { return }
     let outermost = info.depth == 1 && activity != .beforeTimers
     // A clock read only at the entry and exit of outermost runs.
@@ -149,6 +160,10 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   }
 
   /// Counts and times call-outs; records lateness and signal latency.
+  ///
+  /// ```swift
+  /// loop.addInstrument(metrics)  // the loop calls this on its thread
+  /// ```
   public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
   {
     let duration = _TraceClock.nanoseconds(callout.duration)
@@ -174,6 +189,10 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   }
 
   /// Adds up time asleep.
+  ///
+  /// ```swift
+  /// loop.addInstrument(metrics)  // the loop calls this on its thread
+  /// ```
   public func runLoop(
     _ loop: EventRunLoop, didSleepFrom start: ContinuousClock.Instant,
     to end: ContinuousClock.Instant, _ info: LoopPassInfo
@@ -192,7 +211,9 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
     state.withLock { state in
       if state.loops[loopID] == nil {
         state.loops[loopID] = _LoopAccumulator(
-          exported: factory.map { _ExportedMetrics(prefix: labelPrefix, loopID: loopID, factory: $0) })
+          exported: factory.map {
+            _ExportedMetrics(prefix: labelPrefix, loopID: loopID, factory: $0)
+          })
       }
       return body(&state.loops[loopID]!)
     }

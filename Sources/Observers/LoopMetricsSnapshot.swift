@@ -7,14 +7,34 @@
 /// ```
 public struct LoopMetricsSnapshot: Sendable, Hashable {
   /// Percentiles of a latency, in nanoseconds.
+  ///
+  /// ```swift
+  /// let p99 = snapshot.timerLateness.p99
+  /// ```
   public struct Latency: Sendable, Hashable {
     /// How many values were recorded.
+    ///
+    /// ```swift
+    /// let samples = snapshot.timerLateness.count
+    /// ```
     public var count: UInt64
     /// The median.
+    ///
+    /// ```swift
+    /// let median = snapshot.timerLateness.p50
+    /// ```
     public var p50: Int64
     /// The 99th percentile.
+    ///
+    /// ```swift
+    /// let p99 = snapshot.timerLateness.p99
+    /// ```
     public var p99: Int64
     /// The largest value.
+    ///
+    /// ```swift
+    /// let worst = snapshot.timerLateness.max
+    /// ```
     public var max: Int64
 
     /// Creates a latency summary.
@@ -31,10 +51,22 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
   }
 
   /// Count and total time of one kind of call-out.
+  ///
+  /// ```swift
+  /// let timers = snapshot.callouts["timer"]?.count ?? 0
+  /// ```
   public struct CalloutTotals: Sendable, Hashable {
     /// How many call-outs of the kind ran.
+    ///
+    /// ```swift
+    /// let samples = snapshot.timerLateness.count
+    /// ```
     public var count: UInt64
     /// Their total duration, in nanoseconds.
+    ///
+    /// ```swift
+    /// let time = snapshot.callouts["source"]?.totalNanoseconds
+    /// ```
     public var totalNanoseconds: Int64
 
     /// Creates totals.
@@ -49,20 +81,52 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
   }
 
   /// The loop's ``RunLoopCore/EventRunLoop/id``.
+  ///
+  /// ```swift
+  /// let loopID = snapshot.loopID
+  /// ```
   public var loopID: UInt64
   /// Passes of the loop seen (each pass reports `beforeTimers` once).
+  ///
+  /// ```swift
+  /// let iterations = snapshot.iterations
+  /// ```
   public var iterations: UInt64
   /// Runs entered.
+  ///
+  /// ```swift
+  /// let runs = snapshot.runs
+  /// ```
   public var runs: UInt64
   /// Nanoseconds the loop spent asleep.
+  ///
+  /// ```swift
+  /// let asleepNanoseconds = snapshot.asleepNanoseconds
+  /// ```
   public var asleepNanoseconds: Int64
   /// Nanoseconds spent in runs while awake (in runs, minus asleep).
+  ///
+  /// ```swift
+  /// let busyNanoseconds = snapshot.busyNanoseconds
+  /// ```
   public var busyNanoseconds: Int64
   /// Call-out counts and time, by call-out kind name (`timer`, `source`, ...).
+  ///
+  /// ```swift
+  /// let callouts = snapshot.callouts
+  /// ```
   public var callouts: [String: CalloutTotals]
   /// How late timers fired: call-out start minus the timer's fire date.
+  ///
+  /// ```swift
+  /// let timerLateness = snapshot.timerLateness
+  /// ```
   public var timerLateness: Latency
   /// How long custom sources waited from their signal to their perform call-out.
+  ///
+  /// ```swift
+  /// let signalToPerform = snapshot.signalToPerform
+  /// ```
   public var signalToPerform: Latency
 
   /// Creates a snapshot (``LoopMetrics`` does this).

@@ -22,14 +22,34 @@ import Synchronization
 /// call-out skips it), as CoreFoundation does. All methods are safe from any thread.
 public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
   /// The activities the observer wants.
+  ///
+  /// ```swift
+  /// let activities = observer.activities
+  /// ```
   public let activities: LoopActivity
   /// Whether the observer stays after its first call.
+  ///
+  /// ```swift
+  /// let repeats = observer.repeats
+  /// ```
   public let repeats: Bool
   /// Observers told about the same activity run in ascending order.
+  ///
+  /// ```swift
+  /// let order = observer.order
+  /// ```
   public let order: Int
   /// Creation sequence; breaks ties of ``order``.
+  ///
+  /// ```swift
+  /// let sequence = observer.sequence
+  /// ```
   public let sequence: UInt64
   /// The observer's name in traces (its call-outs are of kind `observer`).
+  ///
+  /// ```swift
+  /// let name = observer.name
+  /// ```
   public let name: String
 
   let handler: @Sendable (LoopObserver, LoopActivity) -> Void

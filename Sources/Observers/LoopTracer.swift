@@ -20,10 +20,22 @@ import Synchronization
 /// ```
 public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// The id every record of this tracer carries in `run`, to tell traces apart.
+  ///
+  /// ```swift
+  /// let runID = tracer.runID
+  /// ```
   public let runID: String
   /// Where records go.
+  ///
+  /// ```swift
+  /// let sinks = tracer.sinks
+  /// ```
   public let sinks: [any TraceSink]
   /// The tracer wants activities, call-outs and sleeps.
+  ///
+  /// ```swift
+  /// let interests = tracer.interests
+  /// ```
   public var interests: InstrumentInterests { .all }
 
   private let sequence = Atomic<UInt64>(0)
@@ -115,14 +127,21 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   }
 
   /// Records an activity.
-  public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo)
-  {
+  ///
+  /// ```swift
+  /// loop.addInstrument(tracer)  // the loop calls this on its thread
+  /// ```
+  public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
     var record = makeRecord(.activity, loop, info, timestamp: _TraceClock.monotonicNow())
     record.activity = activity.name
     send(record)
   }
 
   /// Records a call-out, with its lateness when it had a due time.
+  ///
+  /// ```swift
+  /// loop.addInstrument(tracer)  // the loop calls this on its thread
+  /// ```
   public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
   {
     let start = _TraceClock.nanoseconds(of: callout.start)
@@ -139,6 +158,10 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   }
 
   /// Records a sleep.
+  ///
+  /// ```swift
+  /// loop.addInstrument(tracer)  // the loop calls this on its thread
+  /// ```
   public func runLoop(
     _ loop: EventRunLoop, didSleepFrom start: ContinuousClock.Instant,
     to end: ContinuousClock.Instant, _ info: LoopPassInfo

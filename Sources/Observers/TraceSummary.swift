@@ -9,43 +9,107 @@ import Histogram
 /// ```
 public struct TraceSummary: Sendable, Hashable {
   /// One loop's summary.
+  ///
+  /// ```swift
+  /// for loop in TraceSummary(records: records).loops { print(loop.iterations) }
+  /// ```
   public struct Loop: Sendable, Hashable {
     /// The loop's id.
+    ///
+    /// ```swift
+    /// let id = summary.loops[0].loop
+    /// ```
     public var loop: UInt64
     /// Its thread's name.
+    ///
+    /// ```swift
+    /// let thread = summary.loops[0].thread
+    /// ```
     public var thread: String
     /// Its thread id.
+    ///
+    /// ```swift
+    /// let tid = summary.loops[0].tid
+    /// ```
     public var tid: Int32
     /// Passes seen (`beforeTimers` records).
+    ///
+    /// ```swift
+    /// let iterations = summary.loops[0].iterations
+    /// ```
     public var iterations: UInt64
     /// Nanoseconds from the loop's first record to its last.
+    ///
+    /// ```swift
+    /// let spanNanoseconds = summary.loops[0].spanNanoseconds
+    /// ```
     public var spanNanoseconds: Int64
     /// Nanoseconds asleep.
+    ///
+    /// ```swift
+    /// let asleepNanoseconds = summary.loops[0].asleepNanoseconds
+    /// ```
     public var asleepNanoseconds: Int64
     /// Call-outs by total time, largest first: kind, name, count, total nanoseconds.
+    ///
+    /// ```swift
+    /// let topCallouts = summary.loops[0].topCallouts
+    /// ```
     public var topCallouts: [Callout]
     /// Timer lateness in nanoseconds: p50, p99, max, and how many timers fired.
+    ///
+    /// ```swift
+    /// let timerLateness = summary.loops[0].timerLateness
+    /// ```
     public var timerLateness: LoopMetricsSnapshot.Latency
 
     /// The share of the loop's span spent asleep, from 0 to 1.
+    ///
+    /// ```swift
+    /// let asleepFraction = summary.loops[0].asleepFraction
+    /// ```
     public var asleepFraction: Double {
       spanNanoseconds > 0 ? Double(asleepNanoseconds) / Double(spanNanoseconds) : 0
     }
   }
 
   /// Totals of one call-out, by kind and name.
+  ///
+  /// ```swift
+  /// let busiest = TraceSummary(records: records).loops[0].topCallouts.first
+  /// ```
   public struct Callout: Sendable, Hashable {
     /// The call-out kind.
+    ///
+    /// ```swift
+    /// let kind = callout.kind  // "timer"
+    /// ```
     public var kind: String
     /// The call-out name.
+    ///
+    /// ```swift
+    /// let name = callout.name
+    /// ```
     public var name: String
     /// How many times it ran.
+    ///
+    /// ```swift
+    /// let count = callout.count
+    /// ```
     public var count: Int
     /// Its total time, in nanoseconds.
+    ///
+    /// ```swift
+    /// let total = callout.totalNanoseconds
+    /// ```
     public var totalNanoseconds: Int64
   }
 
   /// The loops, by id.
+  ///
+  /// ```swift
+  /// let loops = TraceSummary(records: records).loops
+  /// ```
   public var loops: [Loop]
 
   /// Summarises `records`, keeping the `top` call-outs by time per loop.

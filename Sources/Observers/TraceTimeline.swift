@@ -8,8 +8,16 @@
 /// ```
 public enum TraceTimeline {
   /// One span of a thread's time.
+  ///
+  /// ```swift
+  /// let spans = TraceTimeline.spans(from: records)
+  /// ```
   public struct Span: Sendable, Hashable {
     /// What the loop was doing.
+    ///
+    /// ```swift
+    /// let asleep = spans.filter { $0.state == .sleeping }
+    /// ```
     public enum State: String, Sendable, Hashable {
       /// Asleep in the kernel, waiting for an event.
       case sleeping
@@ -19,14 +27,34 @@ public enum TraceTimeline {
       case working
     }
     /// The thread.
+    ///
+    /// ```swift
+    /// let tid = span.tid
+    /// ```
     public var tid: Int32
     /// What the loop was doing.
+    ///
+    /// ```swift
+    /// let state = span.state
+    /// ```
     public var state: State
     /// Start, monotonic nanoseconds.
+    ///
+    /// ```swift
+    /// let start = span.start
+    /// ```
     public var start: Int64
     /// End, monotonic nanoseconds.
+    ///
+    /// ```swift
+    /// let end = span.end
+    /// ```
     public var end: Int64
     /// A label (the call-out's name).
+    ///
+    /// ```swift
+    /// let label = span.label
+    /// ```
     public var label: String
 
     /// Creates a span.
@@ -77,7 +105,8 @@ public enum TraceTimeline {
       }
     }
     for (tid, start) in runStart {
-      spans.append(Span(tid: tid, state: .waking, start: start, end: last[tid] ?? start, label: "run"))
+      spans.append(
+        Span(tid: tid, state: .waking, start: start, end: last[tid] ?? start, label: "run"))
     }
     // Runs first, so that sleeps and call-outs are drawn over them.
     return spans.sorted {
@@ -128,7 +157,8 @@ public enum TraceTimeline {
       let y = top + Double(row) * rowHeight
       svg += "<text x=\"4\" y=\"\(fmt(y + 17))\">\(escape(thread.name))</text>\n"
       svg += "<line x1=\"\(fmt(labelWidth))\" y1=\"\(fmt(y + rowHeight - 2))\" "
-      svg += "x2=\"\(fmt(labelWidth + plotWidth))\" y2=\"\(fmt(y + rowHeight - 2))\" stroke=\"#ddd\"/>\n"
+      svg +=
+        "x2=\"\(fmt(labelWidth + plotWidth))\" y2=\"\(fmt(y + rowHeight - 2))\" stroke=\"#ddd\"/>\n"
       for span in spans where span.tid == thread.tid {
         let inset = span.state == .waking ? 6.0 : 2.0
         let spanWidth = max(0.5, Double(span.end - span.start) * scale)

@@ -29,6 +29,10 @@ import RunLoopObservers
 /// Then `journalctl -t my-service -o json` shows the entries.
 public final class JournalSink: TraceSink, @unchecked Sendable {
   /// Where entries go.
+  ///
+  /// ```swift
+  /// let sink = JournalSink(destination: .socket(path: "/run/systemd/journal.ns/socket"))
+  /// ```
   public enum Destination: Sendable, Hashable {
     /// The system journal, through `sd_journal_sendv`.
     case systemJournal
@@ -39,22 +43,54 @@ public final class JournalSink: TraceSink, @unchecked Sendable {
 
   /// The fixed `MESSAGE_ID` of each kind of entry, so that `journalctl MESSAGE_ID=...` finds
   /// one kind.
+  ///
+  /// ```swift
+  /// // journalctl MESSAGE_ID=9d91b4b8f1a1497898a3c0378e87e7b9  (drop reports)
+  /// ```
   public enum MessageID {
     /// An activity record.
+    ///
+    /// ```swift
+    /// let id = JournalSink.MessageID.activity
+    /// ```
     public static let activity = "dc88c04a336245a5b7042bba68e627c3"
     /// A call-out record.
+    ///
+    /// ```swift
+    /// let id = JournalSink.MessageID.callout
+    /// ```
     public static let callout = "b23ceee1a61148e9bc7a7262d9cba253"
     /// A sleep record.
+    ///
+    /// ```swift
+    /// let id = JournalSink.MessageID.sleep
+    /// ```
     public static let sleep = "d9795e2a38344bae831753d40f374958"
     /// A report of dropped or undeliverable records.
+    ///
+    /// ```swift
+    /// let id = JournalSink.MessageID.drops
+    /// ```
     public static let drops = "9d91b4b8f1a1497898a3c0378e87e7b9"
   }
 
   /// The `SYSLOG_IDENTIFIER` of every entry.
+  ///
+  /// ```swift
+  /// let identifier = sink.identifier
+  /// ```
   public let identifier: String
   /// Where entries go.
+  ///
+  /// ```swift
+  /// let destination = sink.destination
+  /// ```
   public let destination: Destination
   /// The most records the queue holds before it drops.
+  ///
+  /// ```swift
+  /// let capacity = sink.capacity
+  /// ```
   public let capacity: Int
 
   private let emitter: _JournalEmitter
@@ -93,6 +129,10 @@ public final class JournalSink: TraceSink, @unchecked Sendable {
 
   /// Queues `record` for the writer thread, or drops and counts it when the queue is full.
   /// Called on the loop thread; never waits for journald.
+  ///
+  /// ```swift
+  /// sink.enqueue(record)  // on the loop thread; returns at once
+  /// ```
   public func enqueue(_ record: TraceRecord) {
     writer.enqueue(record)
   }
@@ -110,6 +150,10 @@ public final class JournalSink: TraceSink, @unchecked Sendable {
 
   /// Sends what is queued (waiting at most 5 seconds for a stalled journald), then a final
   /// drop report if records were dropped since the last one.
+  ///
+  /// ```swift
+  /// sink.close()
+  /// ```
   public func close() {
     if writer.close(timeout: .seconds(5)) {
       emitter.reportDrops()
@@ -149,14 +193,17 @@ final class _JournalEmitter: @unchecked Sendable {
     var lastRun = ""
   }
 
-  init(identifier: String, transport: _JournalTransport, extraFields: [(key: String, value: String)])
-  {
+  init(
+    identifier: String, transport: _JournalTransport, extraFields: [(key: String, value: String)]
+  ) {
     self.identifier = identifier
     self.transport = transport
     self.extraFields = extraFields
   }
 
   func send(_ batch: [TraceRecord]) {
+    // Drop reports carry the run id of the records around them.
+    if let run = batch.first?.run { counts.withLock { $0.lastRun = run } }
     reportDrops()
     for record in batch {
       deliver(entry(for: record), run: record.run)
@@ -260,7 +307,8 @@ final class _JournalEmitter: @unchecked Sendable {
     let micro = nanoseconds / 1000
     let fraction = String(abs(micro) % 1000)
     let sign = micro < 0 ? "-" : ""
-    return "\(sign)\(abs(micro) / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction) ms"
+    return
+      "\(sign)\(abs(micro) / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction) ms"
   }
 
   func statistics(dropped: UInt64) -> JournalSinkStatistics {

@@ -136,10 +136,12 @@ struct JournalSinkTests {
     let reports = received.filter { $0.contains("RUNLOOP_RECORD=drops\n") }
     #expect(!reports.isEmpty)
     #expect(reports.allSatisfy { $0.contains("PRIORITY=4\n") })
+    #expect(reports.allSatisfy { !$0.contains("RUNLOOP_RUN=\n") })
     #expect(reports.allSatisfy { $0.contains("MESSAGE_ID=\(JournalSink.MessageID.drops)\n") })
     let final = journal.statistics
     let reportedDrops = reports.compactMap { report -> UInt64? in
-      guard let line = report.split(separator: "\n").first(where: { $0.hasPrefix("RUNLOOP_DROPPED=") })
+      guard
+        let line = report.split(separator: "\n").first(where: { $0.hasPrefix("RUNLOOP_DROPPED=") })
       else { return nil }
       return UInt64(line.dropFirst("RUNLOOP_DROPPED=".count))
     }
@@ -175,7 +177,8 @@ struct JournalSinkTests {
     var reports: [[String: String]] = []
     #expect(
       eventually(10) {
-        reports = (try? journalEntries(identifier: identifier, match: ["RUNLOOP_RECORD=drops"])) ?? []
+        reports =
+          (try? journalEntries(identifier: identifier, match: ["RUNLOOP_RECORD=drops"])) ?? []
         return !reports.isEmpty
       })
     let reported = reports.compactMap { $0["RUNLOOP_DROPPED"].flatMap { UInt64($0) } }

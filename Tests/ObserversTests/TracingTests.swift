@@ -75,8 +75,7 @@ struct TracingTests {
     for line in lines {
       let object = try #require(
         try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-      for key in ["v", "run", "seq", "record", "ts_ns", "wall_ns", "pid", "tid", "thread", "loop"]
-      {
+      for key in ["v", "run", "seq", "record", "ts_ns", "wall_ns", "pid", "tid", "thread", "loop"] {
         #expect(object[key] != nil, "missing \(key)")
       }
       for key in ["mode", "iteration", "depth"] { #expect(object[key] != nil, "missing \(key)") }
@@ -179,7 +178,8 @@ struct TracingTests {
         events.contains { $0["ph"] as? String == "X" && $0["name"] as? String == "source: work" })
       #expect(phases.filter { $0 == "i" }.count >= 6)
       let meta = try #require(events.first { $0["ph"] as? String == "M" })
-      #expect((meta["args"] as? [String: Any])?["name"] as? String == "scenario (loop \(trace[0].loop))")
+      #expect(
+        (meta["args"] as? [String: Any])?["name"] as? String == "scenario (loop \(trace[0].loop))")
     }
   }
 
