@@ -337,7 +337,13 @@ struct _JournalTransport: Sendable {
     }
   }
 
+  /// Where `sd_journal_sendv` sends.
+  static let systemSocketPath = "/run/systemd/journal/socket"
+
   private func sendThroughLibsystemd(_ fields: [(String, String)]) -> Int32 {
+    // Measured: with no socket file at all, sd_journal_sendv returns 0 and the entry is
+    // lost (libsystemd fails silently on ENOENT). Look first, so that absence is reported.
+    guard access(Self.systemSocketPath, F_OK) == 0 else { return -ENOENT }
     // One buffer holds every "NAME=value"; the iovecs point into it.
     var bytes: [UInt8] = []
     var ranges: [(offset: Int, count: Int)] = []
