@@ -316,7 +316,8 @@ final class _JournalEmitter: @unchecked Sendable {
       JournalSinkStatistics(
         sent: counts.sent, dropped: dropped, failed: counts.failed,
         dropReports: counts.dropReports, journalAbsent: counts.absent,
-        lastError: counts.lastError == 0 ? nil : counts.lastError)
+        lastError: counts.lastError == 0 ? nil : counts.lastError,
+        absenceReports: counts.absentReported ? 1 : 0)
     }
   }
 }

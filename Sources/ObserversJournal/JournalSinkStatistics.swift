@@ -41,16 +41,24 @@ public struct JournalSinkStatistics: Sendable, Hashable {
   /// let lastError = stats.lastError
   /// ```
   public var lastError: Int32?
+  /// How many times "no journal answers" was written to standard error: at most once per
+  /// sink.
+  ///
+  /// ```swift
+  /// let warned = stats.absenceReports == 1
+  /// ```
+  public var absenceReports: UInt64
 
   /// Creates statistics (the sink does this).
   ///
   /// ```swift
   /// let zero = JournalSinkStatistics(
-  ///   sent: 0, dropped: 0, failed: 0, dropReports: 0, journalAbsent: false, lastError: nil)
+  ///   sent: 0, dropped: 0, failed: 0, dropReports: 0, journalAbsent: false, lastError: nil,
+  ///   absenceReports: 0)
   /// ```
   public init(
     sent: UInt64, dropped: UInt64, failed: UInt64, dropReports: UInt64, journalAbsent: Bool,
-    lastError: Int32?
+    lastError: Int32?, absenceReports: UInt64
   ) {
     self.sent = sent
     self.dropped = dropped
@@ -58,5 +66,6 @@ public struct JournalSinkStatistics: Sendable, Hashable {
     self.dropReports = dropReports
     self.journalAbsent = journalAbsent
     self.lastError = lastError
+    self.absenceReports = absenceReports
   }
 }

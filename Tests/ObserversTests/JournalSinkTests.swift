@@ -100,6 +100,7 @@ struct JournalSinkTests {
     #expect(statistics.journalAbsent)
     #expect(statistics.lastError == ECONNREFUSED)
     #expect(statistics.failed == 500)
+    #expect(statistics.absenceReports == 1)
     #expect(statistics.sent == 0)
   }
 

@@ -60,7 +60,7 @@ struct TracingTests {
     #expect(records.allSatisfy { abs($0.wallTime - now) < 60_000_000_000 })
     // The sleep lasted roughly until the 30 ms timeout; the source's signal time is its due.
     let sleep = try #require(records.first { $0.record == .sleep })
-    #expect(sleep.duration! > 5_000_000)
+    #expect(sleep.duration! > 1_000_000)
     let callout = try #require(records.first { $0.record == .callout })
     #expect(callout.dueAt != nil && callout.lateness! >= 0)
   }
