@@ -44,7 +44,7 @@ let package = Package(
       ],
       path: "Sources/Observers"
     ),
-    // libsystemd's sd-journal.h, for the journald sink only: RunLoopObservers builds without it.
+    // libsystemd (sd_journal_sendv), for the journald sink only: RunLoopObservers builds without it.
     .systemLibrary(
       name: "CSystemdJournal",
       path: "Sources/CSystemdJournal",
