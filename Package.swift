@@ -11,11 +11,14 @@ let package = Package(
     .library(name: "RunLoopTimers", targets: ["RunLoopTimers"]),
     .library(name: "RunLoopPorts", targets: ["RunLoopPorts"]),
     .library(name: "RunLoopObservers", targets: ["RunLoopObservers"]),
+    .library(name: "RunLoopJournal", targets: ["RunLoopJournal"]),
     .executable(name: "runloop-demo", targets: ["RunLoopDemo"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+    .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
   ],
   targets: [
     // Linux system calls that Glibc does not expose to Swift (epoll, eventfd, timerfd, signalfd).
@@ -37,7 +40,28 @@ let package = Package(
       ],
       path: "Sources/Ports"
     ),
-    .target(name: "RunLoopObservers", dependencies: ["RunLoopCore"], path: "Sources/Observers"),
+    .target(
+      name: "RunLoopObservers",
+      dependencies: [
+        "RunLoopCore",
+        .product(name: "DequeModule", package: "swift-collections"),
+        .product(name: "Histogram", package: "hdrhistogram-swift"),
+        .product(name: "CoreMetrics", package: "swift-metrics"),
+      ],
+      path: "Sources/Observers"
+    ),
+    // libsystemd (sd_journal_sendv), for the journald sink only: RunLoopObservers builds without it.
+    .systemLibrary(
+      name: "CSystemdJournal",
+      path: "Sources/CSystemdJournal",
+      pkgConfig: "libsystemd",
+      providers: [.apt(["libsystemd-dev"])]
+    ),
+    .target(
+      name: "RunLoopJournal",
+      dependencies: ["RunLoopObservers", "RunLoopCore", "CSystemdJournal"],
+      path: "Sources/ObserversJournal"
+    ),
     .executableTarget(
       name: "RunLoopDemo",
       dependencies: [
@@ -61,6 +85,14 @@ let package = Package(
       name: "RunLoopPortsTests",
       dependencies: ["RunLoopCore", "RunLoopPorts", "RunLoopTestHelper"],
       path: "Tests/PortsTests"
+    ),
+    .testTarget(
+      name: "RunLoopObserversTests",
+      dependencies: [
+        "RunLoopCore", "RunLoopObservers", "RunLoopJournal",
+        .product(name: "MetricsTestKit", package: "swift-metrics"),
+      ],
+      path: "Tests/ObserversTests"
     ),
     .testTarget(
       name: "IntegrationTests",

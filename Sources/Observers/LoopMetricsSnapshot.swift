@@ -1,0 +1,164 @@
+/// What ``LoopMetrics`` has measured on one loop, at one moment.
+///
+/// ```swift
+/// if let snapshot = metrics.snapshot(of: loop) {
+///   print(snapshot.iterations, snapshot.asleepFraction, snapshot.timerLateness.p99)
+/// }
+/// ```
+public struct LoopMetricsSnapshot: Sendable, Hashable {
+  /// Percentiles of a latency, in nanoseconds.
+  ///
+  /// ```swift
+  /// let p99 = snapshot.timerLateness.p99
+  /// ```
+  public struct Latency: Sendable, Hashable {
+    /// How many values were recorded.
+    ///
+    /// ```swift
+    /// let samples = snapshot.timerLateness.count
+    /// ```
+    public var count: UInt64
+    /// The median.
+    ///
+    /// ```swift
+    /// let median = snapshot.timerLateness.p50
+    /// ```
+    public var p50: Int64
+    /// The 99th percentile.
+    ///
+    /// ```swift
+    /// let p99 = snapshot.timerLateness.p99
+    /// ```
+    public var p99: Int64
+    /// The largest value.
+    ///
+    /// ```swift
+    /// let worst = snapshot.timerLateness.max
+    /// ```
+    public var max: Int64
+
+    /// Creates a latency summary.
+    ///
+    /// ```swift
+    /// let none = LoopMetricsSnapshot.Latency(count: 0, p50: 0, p99: 0, max: 0)
+    /// ```
+    public init(count: UInt64, p50: Int64, p99: Int64, max: Int64) {
+      self.count = count
+      self.p50 = p50
+      self.p99 = p99
+      self.max = max
+    }
+  }
+
+  /// Count and total time of one kind of call-out.
+  ///
+  /// ```swift
+  /// let timers = snapshot.callouts["timer"]?.count ?? 0
+  /// ```
+  public struct CalloutTotals: Sendable, Hashable {
+    /// How many call-outs of the kind ran.
+    ///
+    /// ```swift
+    /// let samples = snapshot.timerLateness.count
+    /// ```
+    public var count: UInt64
+    /// Their total duration, in nanoseconds.
+    ///
+    /// ```swift
+    /// let time = snapshot.callouts["source"]?.totalNanoseconds
+    /// ```
+    public var totalNanoseconds: Int64
+
+    /// Creates totals.
+    ///
+    /// ```swift
+    /// let totals = LoopMetricsSnapshot.CalloutTotals(count: 2, totalNanoseconds: 1_500)
+    /// ```
+    public init(count: UInt64, totalNanoseconds: Int64) {
+      self.count = count
+      self.totalNanoseconds = totalNanoseconds
+    }
+  }
+
+  /// The loop's ``RunLoopCore/EventRunLoop/id``.
+  ///
+  /// ```swift
+  /// let loopID = snapshot.loopID
+  /// ```
+  public var loopID: UInt64
+  /// Passes of the loop seen (each pass reports `beforeTimers` once).
+  ///
+  /// ```swift
+  /// let iterations = snapshot.iterations
+  /// ```
+  public var iterations: UInt64
+  /// Runs entered.
+  ///
+  /// ```swift
+  /// let runs = snapshot.runs
+  /// ```
+  public var runs: UInt64
+  /// Nanoseconds the loop spent asleep.
+  ///
+  /// ```swift
+  /// let asleepNanoseconds = snapshot.asleepNanoseconds
+  /// ```
+  public var asleepNanoseconds: Int64
+  /// Nanoseconds spent in runs while awake (in runs, minus asleep).
+  ///
+  /// ```swift
+  /// let busyNanoseconds = snapshot.busyNanoseconds
+  /// ```
+  public var busyNanoseconds: Int64
+  /// Call-out counts and time, by call-out kind name (`timer`, `source`, ...).
+  ///
+  /// ```swift
+  /// let callouts = snapshot.callouts
+  /// ```
+  public var callouts: [String: CalloutTotals]
+  /// How late timers fired: call-out start minus the timer's fire date.
+  ///
+  /// ```swift
+  /// let timerLateness = snapshot.timerLateness
+  /// ```
+  public var timerLateness: Latency
+  /// How long custom sources waited from their signal to their perform call-out.
+  ///
+  /// ```swift
+  /// let signalToPerform = snapshot.signalToPerform
+  /// ```
+  public var signalToPerform: Latency
+
+  /// Creates a snapshot (``LoopMetrics`` does this).
+  ///
+  /// ```swift
+  /// let empty = LoopMetricsSnapshot(
+  ///   loopID: 1, iterations: 0, runs: 0, asleepNanoseconds: 0, busyNanoseconds: 0,
+  ///   callouts: [:], timerLateness: .init(count: 0, p50: 0, p99: 0, max: 0),
+  ///   signalToPerform: .init(count: 0, p50: 0, p99: 0, max: 0))
+  /// ```
+  public init(
+    loopID: UInt64, iterations: UInt64, runs: UInt64, asleepNanoseconds: Int64,
+    busyNanoseconds: Int64, callouts: [String: CalloutTotals], timerLateness: Latency,
+    signalToPerform: Latency
+  ) {
+    self.loopID = loopID
+    self.iterations = iterations
+    self.runs = runs
+    self.asleepNanoseconds = asleepNanoseconds
+    self.busyNanoseconds = busyNanoseconds
+    self.callouts = callouts
+    self.timerLateness = timerLateness
+    self.signalToPerform = signalToPerform
+  }
+
+  /// The share of run time spent asleep, from 0 to 1 (0 before any run time).
+  ///
+  /// ```swift
+  /// print("asleep \(Int(snapshot.asleepFraction * 100))%")
+  /// ```
+  public var asleepFraction: Double {
+    let total = asleepNanoseconds + busyNanoseconds
+    return total > 0 ? Double(asleepNanoseconds) / Double(total) : 0
+  }
+}

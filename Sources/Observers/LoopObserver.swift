@@ -1,0 +1,134 @@
+import RunLoopCore
+import Synchronization
+
+/// A run-loop observer: a call-out the loop makes when it reaches chosen points of its
+/// sequence of events (CoreFoundation's `CFRunLoopObserver`, the guide's "Run Loop
+/// Observers").
+///
+/// An observer watches any set of the six ``LoopActivity`` values, repeats or fires once
+/// (a one-shot observer invalidates itself after its first call), and runs in ascending
+/// ``order`` with the other observers of the same notification (ties in creation order).
+/// Add it to a loop in one or more modes, including ``LoopMode/common``, with
+/// ``RunLoopCore/EventRunLoop/add(_:mode:)``.
+///
+/// ```swift
+/// let observer = LoopObserver(activities: .allActivities) { observer, activity in
+///   print("loop reached \(activity)")
+/// }
+/// EventRunLoop.current.add(observer, mode: .default)
+/// ```
+///
+/// While its call-out runs, the observer is not called again (a nested run started from the
+/// call-out skips it), as CoreFoundation does. All methods are safe from any thread.
+public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
+  /// The activities the observer wants.
+  ///
+  /// ```swift
+  /// let activities = observer.activities
+  /// ```
+  public let activities: LoopActivity
+  /// Whether the observer stays after its first call.
+  ///
+  /// ```swift
+  /// let repeats = observer.repeats
+  /// ```
+  public let repeats: Bool
+  /// Observers told about the same activity run in ascending order.
+  ///
+  /// ```swift
+  /// let order = observer.order
+  /// ```
+  public let order: Int
+  /// Creation sequence; breaks ties of ``order``.
+  ///
+  /// ```swift
+  /// let sequence = observer.sequence
+  /// ```
+  public let sequence: UInt64
+  /// The observer's name in traces (its call-outs are of kind `observer`).
+  ///
+  /// ```swift
+  /// let name = observer.name
+  /// ```
+  public let name: String
+
+  let handler: @Sendable (LoopObserver, LoopActivity) -> Void
+  private let valid = Atomic<Bool>(true)
+  // Set while the call-out runs, so that a nested run does not re-enter it.
+  private let firing = Atomic<Bool>(false)
+  // Guarded by its own lock: the registries (one per loop) and modes the observer is in.
+  private let registrations = GuardedState<[(registry: _ObserverRegistry, mode: LoopMode)]>([])
+
+  /// Creates an observer.
+  ///
+  /// - Parameters:
+  ///   - activities: the activities to be told about; `.allActivities` for all six.
+  ///   - repeats: `false` for a one-shot observer, invalidated after its first call.
+  ///   - order: observers of one notification run in ascending order.
+  ///   - name: the name traces give the observer's call-outs.
+  ///   - handler: called on the loop's thread with the observer and the activity reached.
+  ///
+  /// ```swift
+  /// let sleepWatcher = LoopObserver(activities: [.beforeWaiting, .afterWaiting], order: 10) {
+  ///   _, activity in print(activity)
+  /// }
+  /// ```
+  public init(
+    activities: LoopActivity, repeats: Bool = true, order: Int = 0, name: String = "observer",
+    handler: @escaping @Sendable (LoopObserver, LoopActivity) -> Void
+  ) {
+    self.activities = activities
+    self.repeats = repeats
+    self.order = order
+    self.name = name
+    self.sequence = ModeScheduledSequence.next()
+    self.handler = handler
+  }
+
+  /// Whether the observer can still be called.
+  ///
+  /// ```swift
+  /// if !observer.isValid { print("one-shot observer already fired") }
+  /// ```
+  public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+  /// Removes the observer from every loop and mode it is in and makes it unusable; adding it
+  /// again afterwards does nothing. Invalidating twice does nothing the second time. Safe to
+  /// call from the observer's own call-out.
+  ///
+  /// ```swift
+  /// observer.invalidate()
+  /// observer.isValid  // false
+  /// ```
+  public func invalidate() {
+    guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    let current = registrations.withLock { list in
+      defer { list.removeAll() }
+      return list
+    }
+    for registration in current {
+      registration.registry.remove(self, mode: registration.mode)
+    }
+  }
+
+  /// Runs the call-out unless it is already running; returns whether it ran.
+  func fire(_ activity: LoopActivity) -> Bool {
+    guard isValid, !firing.exchange(true, ordering: .acquiring) else { return false }
+    handler(self, activity)
+    firing.store(false, ordering: .releasing)
+    if !repeats { invalidate() }
+    return true
+  }
+
+  func didAdd(to registry: _ObserverRegistry, mode: LoopMode) {
+    registrations.withLock { $0.append((registry, mode)) }
+  }
+
+  func didRemove(from registry: _ObserverRegistry, mode: LoopMode) {
+    registrations.withLock { list in
+      if let index = list.firstIndex(where: { $0.registry === registry && $0.mode == mode }) {
+        list.remove(at: index)
+      }
+    }
+  }
+}

@@ -1,2 +1,0 @@
-// The Observers module: run-loop observers and tracing. See Docs/ for the design.
-import RunLoopCore

@@ -1,0 +1,238 @@
+/// One record of a run-loop trace: an activity the loop reached, a call-out it made, or a
+/// sleep. The JSON Lines sink writes one per line (schema in `Docs/TraceSchema.md` and
+/// `Docs/trace-schema.json`); the journald sink sends the same fields prefixed `RUNLOOP_`.
+///
+/// ```swift
+/// let records = try TraceLog.read(contentsOf: "/tmp/loop.jsonl")
+/// for record in records where record.record == .activity {
+///   print(record.iteration, record.activity ?? "")
+/// }
+/// ```
+public struct TraceRecord: Sendable, Hashable, Codable {
+  /// The schema version this type writes; readers accept this version.
+  ///
+  /// ```swift
+  /// assert(record.version == TraceRecord.schemaVersion)
+  /// ```
+  public static let schemaVersion = 1
+
+  /// What a record describes.
+  ///
+  /// ```swift
+  /// let sleeps = records.filter { $0.record == .sleep }
+  /// ```
+  public enum Kind: String, Sendable, Hashable, Codable {
+    /// The loop reached one of the six activities.
+    case activity
+    /// The loop returned from a call-out into user code.
+    case callout
+    /// The loop woke from a sleep.
+    case sleep
+  }
+
+  /// The schema version of the record (``schemaVersion``).
+  ///
+  /// ```swift
+  /// let version = record.version
+  /// ```
+  public var version: Int
+  /// The tracer's run id: every record of one ``LoopTracer`` carries the same one.
+  ///
+  /// ```swift
+  /// let run = record.run
+  /// ```
+  public var run: String
+  /// The record's number in its tracer, from 1: the order the loops produced them.
+  ///
+  /// ```swift
+  /// let seq = record.seq
+  /// ```
+  public var seq: UInt64
+  /// What the record describes.
+  ///
+  /// ```swift
+  /// let record = record.record
+  /// ```
+  public var record: Kind
+  /// When it happened (the start, for call-outs and sleeps): `CLOCK_BOOTTIME` nanoseconds.
+  ///
+  /// ```swift
+  /// let timestamp = record.timestamp
+  /// ```
+  public var timestamp: Int64
+  /// The wall-clock time of the record, nanoseconds since the Unix epoch.
+  ///
+  /// ```swift
+  /// let wallTime = record.wallTime
+  /// ```
+  public var wallTime: Int64
+  /// The process id.
+  ///
+  /// ```swift
+  /// let pid = record.pid
+  /// ```
+  public var pid: Int32
+  /// The kernel thread id (`gettid`) of the loop's thread.
+  ///
+  /// ```swift
+  /// let tid = record.tid
+  /// ```
+  public var tid: Int32
+  /// The loop thread's name.
+  ///
+  /// ```swift
+  /// let thread = record.thread
+  /// ```
+  public var thread: String
+  /// The loop's ``RunLoopCore/EventRunLoop/id``.
+  ///
+  /// ```swift
+  /// let loop = record.loop
+  /// ```
+  public var loop: UInt64
+  /// The mode of the innermost run.
+  ///
+  /// ```swift
+  /// let mode = record.mode
+  /// ```
+  public var mode: String
+  /// The loop's pass counter.
+  ///
+  /// ```swift
+  /// let iteration = record.iteration
+  /// ```
+  public var iteration: UInt64
+  /// How many runs of the loop are active (1 for an outermost run).
+  ///
+  /// ```swift
+  /// let depth = record.depth
+  /// ```
+  public var depth: Int
+  /// The activity's name (`entry`, `beforeTimers`, `beforeSources`, `beforeWaiting`,
+  /// `afterWaiting`, `exit`); only in activity records.
+  ///
+  /// ```swift
+  /// let activity = record.activity
+  /// ```
+  public var activity: String?
+  /// The call-out's kind (`timer`, `source`, `block`, `port`, `observer`...).
+  ///
+  /// ```swift
+  /// let calloutKind = record.calloutKind
+  /// ```
+  public var calloutKind: String?
+  /// The call-out's name.
+  ///
+  /// ```swift
+  /// let calloutName = record.calloutName
+  /// ```
+  public var calloutName: String?
+  /// How long the call-out or sleep lasted, in nanoseconds.
+  ///
+  /// ```swift
+  /// let duration = record.duration
+  /// ```
+  public var duration: Int64?
+  /// When the call-out's work became due (a timer's fire date, a source's signal), as
+  /// `CLOCK_BOOTTIME` nanoseconds.
+  ///
+  /// ```swift
+  /// let dueAt = record.dueAt
+  /// ```
+  public var dueAt: Int64?
+  /// How long after `dueAt` the call-out started, in nanoseconds (negative when early).
+  ///
+  /// ```swift
+  /// let lateness = record.lateness
+  /// ```
+  public var lateness: Int64?
+
+  /// Creates a record (the tracer does this; tools and tests may too).
+  ///
+  /// ```swift
+  /// let record = TraceRecord(
+  ///   run: "r1", seq: 1, record: .activity, timestamp: 10, wallTime: 0, pid: 1, tid: 1,
+  ///   thread: "main", loop: 1, mode: "default", iteration: 0, depth: 1, activity: "entry")
+  /// ```
+  public init(
+    version: Int = TraceRecord.schemaVersion, run: String, seq: UInt64, record: Kind,
+    timestamp: Int64, wallTime: Int64, pid: Int32, tid: Int32, thread: String, loop: UInt64,
+    mode: String, iteration: UInt64, depth: Int, activity: String? = nil,
+    calloutKind: String? = nil, calloutName: String? = nil, duration: Int64? = nil,
+    dueAt: Int64? = nil, lateness: Int64? = nil
+  ) {
+    self.version = version
+    self.run = run
+    self.seq = seq
+    self.record = record
+    self.timestamp = timestamp
+    self.wallTime = wallTime
+    self.pid = pid
+    self.tid = tid
+    self.thread = thread
+    self.loop = loop
+    self.mode = mode
+    self.iteration = iteration
+    self.depth = depth
+    self.activity = activity
+    self.calloutKind = calloutKind
+    self.calloutName = calloutName
+    self.duration = duration
+    self.dueAt = dueAt
+    self.lateness = lateness
+  }
+
+  /// The JSON keys (schema version 1). The journald field of a key is `RUNLOOP_` followed by
+  /// the key in upper case.
+  enum CodingKeys: String, CodingKey, CaseIterable {
+    case version = "v"
+    case run
+    case seq
+    case record
+    case timestamp = "ts_ns"
+    case wallTime = "wall_ns"
+    case pid
+    case tid
+    case thread
+    case loop
+    case mode
+    case iteration
+    case depth
+    case activity
+    case calloutKind = "callout_kind"
+    case calloutName = "callout_name"
+    case duration = "duration_ns"
+    case dueAt = "due_ns"
+    case lateness = "lateness_ns"
+  }
+
+  /// The record as `(key, value)` pairs in schema order, values as their JSON text without
+  /// quotes; absent optional keys are left out. The journald sink sends these as
+  /// `RUNLOOP_<KEY>=value`.
+  ///
+  /// ```swift
+  /// for (key, value) in record.fields { print("\(key)=\(value)") }
+  /// ```
+  public var fields: [(key: String, value: String)] {
+    var result: [(key: String, value: String)] = [
+      ("v", String(version)), ("run", run), ("seq", String(seq)), ("record", record.rawValue),
+      ("ts_ns", String(timestamp)), ("wall_ns", String(wallTime)), ("pid", String(pid)),
+      ("tid", String(tid)), ("thread", thread), ("loop", String(loop)), ("mode", mode),
+      ("iteration", String(iteration)), ("depth", String(depth)),
+    ]
+    if let activity { result.append(("activity", activity)) }
+    if let calloutKind { result.append(("callout_kind", calloutKind)) }
+    if let calloutName { result.append(("callout_name", calloutName)) }
+    if let duration { result.append(("duration_ns", String(duration))) }
+    if let dueAt { result.append(("due_ns", String(dueAt))) }
+    if let lateness { result.append(("lateness_ns", String(lateness))) }
+    return result
+  }
+
+  /// When the call-out or sleep ended (`timestamp + duration`), or `timestamp`.
+  ///
+  /// ```swift
+  /// let busy = record.endTimestamp - record.timestamp
+  /// ```
+  public var endTimestamp: Int64 { timestamp + (duration ?? 0) }
+}

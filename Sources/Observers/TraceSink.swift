@@ -1,0 +1,18 @@
+/// Where a ``LoopTracer`` sends its records.
+///
+/// The tracer calls ``enqueue(_:)`` on the traced loop's thread, so a sink must only hand the
+/// record over (to a queue a writer thread drains) and never wait there.
+///
+/// ```swift
+/// final class CountingSink: TraceSink {
+///   let count = Atomic<Int>(0)
+///   func enqueue(_ record: TraceRecord) { count.add(1, ordering: .relaxed) }
+///   func close() {}
+/// }
+/// ```
+public protocol TraceSink: AnyObject, Sendable {
+  /// Takes one record; called on the loop thread, must not block.
+  func enqueue(_ record: TraceRecord)
+  /// Writes out what is queued and releases the sink's resources; later records are ignored.
+  func close()
+}

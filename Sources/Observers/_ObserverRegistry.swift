@@ -1,0 +1,78 @@
+import RunLoopCore
+
+/// The observers of one loop, by mode: the one instrument the Observers module attaches to a
+/// loop (lazily, when the first observer is added) to turn activities into observer
+/// call-outs.
+final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
+  let loopID: UInt64
+  // Guarded by its own lock: which observers are in which modes, and the common modes
+  // the cached resolutions were computed for.
+  private let state = GuardedState(State())
+
+  private struct State {
+    var table = LoopModeTable<LoopObserver>()
+    var commonModes: Set<LoopMode> = []
+  }
+
+  init(loopID: UInt64) {
+    self.loopID = loopID
+  }
+
+  var interests: InstrumentInterests { .activities }
+
+  /// Adds `observer` to `mode`; returns `false` when it was already there.
+  func add(_ observer: LoopObserver, mode: LoopMode) -> Bool {
+    state.withLock { $0.table.insert(observer, in: mode) }
+  }
+
+  /// Removes `observer` from `mode`; returns whether it was there.
+  @discardableResult
+  func remove(_ observer: LoopObserver, mode: LoopMode) -> Bool {
+    let removed = state.withLock { $0.table.remove(observer, from: mode) }
+    if removed { observer.didRemove(from: self, mode: mode) }
+    return removed
+  }
+
+  func contains(_ observer: LoopObserver, mode: LoopMode) -> Bool {
+    state.withLock { $0.table.contains(observer, in: mode) }
+  }
+
+  /// The observers a run in `mode` notifies, in ascending order.
+  private func observers(for mode: LoopMode, commonModes: Set<LoopMode>) -> [LoopObserver] {
+    state.withLock { state in
+      if state.commonModes != commonModes {
+        // A mode joined the common modes since the last notification.
+        state.commonModes = commonModes
+        state.table.commonModesDidChange()
+      }
+      return state.table.resolved(for: mode, commonModes: commonModes)
+    }
+  }
+
+  func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
+    // Copy the list out and call with no lock held: an observer may add or remove observers
+    // (those added now are first told about the next notification) or run the loop nested.
+    let commonModes = loop.commonModes
+    let candidates = observers(for: info.mode, commonModes: commonModes)
+    for observer in candidates where observer.activities.contains(activity) {
+      // One removed or invalidated by an earlier call-out of this notification is skipped.
+      guard observer.isValid, isScheduled(observer, for: info.mode, commonModes: commonModes)
+      else { continue }
+      loop.withCallout(.observer, name: observer.name) {
+        _ = observer.fire(activity)
+      }
+    }
+  }
+
+  private func isScheduled(
+    _ observer: LoopObserver, for mode: LoopMode, commonModes: Set<LoopMode>
+  ) -> Bool {
+    state.withLock { state in
+      state.table.contains(observer, in: mode)
+        || (commonModes.contains(mode) && state.table.contains(observer, in: .common))
+    }
+  }
+}
+
+/// The registry of each loop that has had an observer, by loop id.
+let _observerRegistries = GuardedState<[UInt64: _ObserverRegistry]>([:])

@@ -1,0 +1,137 @@
+import DequeModule
+import Dispatch
+import Foundation
+import RunLoopCore
+
+/// A queue that loop threads fill and one writer thread drains: the way every trace sink
+/// keeps its writing (disk, journald) off the traced loop.
+///
+/// Producers only lock, append and, when the writer is idle, post a semaphore. With a
+/// `capacity`, a full queue drops the new element and counts it instead of waiting: the
+/// loop never waits for the writer. Without one the queue grows as needed (the JSON sink's
+/// lossless choice).
+package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
+  private let capacity: Int?
+  private let name: String
+  private let write: @Sendable ([Element]) -> Void
+  // Guarded by its own lock: the queue and the writer's bookkeeping.
+  private let state = GuardedState(State())
+  private let wake = DispatchSemaphore(value: 0)
+  private let finished = DispatchSemaphore(value: 0)
+
+  private struct State {
+    var items = Deque<Element>()
+    var writerWaiting = false
+    var closing = false
+    var started = false
+    var enqueued: UInt64 = 0
+    var written: UInt64 = 0
+    var dropped: UInt64 = 0
+    var highWater = 0
+  }
+
+  /// - Parameters:
+  ///   - name: the writer thread's name.
+  ///   - capacity: the most elements the queue holds; `nil` for no bound.
+  ///   - write: called on the writer thread with each batch, in order.
+  package init(
+    name: String, capacity: Int?, write: @escaping @Sendable ([Element]) -> Void
+  ) {
+    self.name = name
+    self.capacity = capacity
+    self.write = write
+  }
+
+  /// Starts the writer thread (once).
+  package func start() {
+    let first = state.withLock { state -> Bool in
+      defer { state.started = true }
+      return !state.started
+    }
+    guard first else { return }
+    let thread = Thread { [self] in self.drain() }
+    thread.name = name
+    thread.start()
+  }
+
+  /// Queues `element`; returns `false` when the queue is full or closed (the element is
+  /// dropped and counted). Never blocks beyond a short lock.
+  @discardableResult
+  package func enqueue(_ element: Element) -> Bool {
+    let (accepted, wakeWriter) = state.withLock { state -> (Bool, Bool) in
+      if state.closing { return (false, false) }
+      if let capacity, state.items.count >= capacity {
+        state.dropped += 1
+        return (false, false)
+      }
+      state.items.append(element)
+      state.enqueued += 1
+      state.highWater = Swift.max(state.highWater, state.items.count)
+      guard state.writerWaiting else { return (true, false) }
+      state.writerWaiting = false
+      return (true, true)
+    }
+    if wakeWriter { wake.signal() }
+    return accepted
+  }
+
+  /// Elements dropped because the queue was full.
+  package var dropped: UInt64 { state.withLock { $0.dropped } }
+
+  /// The most elements the queue ever held at once.
+  package var highWater: Int { state.withLock { $0.highWater } }
+
+  /// Waits until every element queued before the call has been written, or `timeout`
+  /// passes; returns whether it got there.
+  @discardableResult
+  package func flush(timeout: Duration = .seconds(10)) -> Bool {
+    let target = state.withLock { $0.enqueued }
+    let deadline = ContinuousClock.now + timeout
+    while state.withLock({ $0.written }) < target {
+      if ContinuousClock.now >= deadline { return false }
+      usleep(500)
+    }
+    return true
+  }
+
+  /// Stops taking elements, lets the writer write what is queued, and waits up to
+  /// `timeout` for it to finish; returns whether it finished.
+  @discardableResult
+  package func close(timeout: Duration = .seconds(10)) -> Bool {
+    let (wasStarted, wakeWriter) = state.withLock { state -> (Bool, Bool) in
+      guard !state.closing else { return (false, false) }
+      state.closing = true
+      let waiting = state.writerWaiting
+      state.writerWaiting = false
+      return (state.started, waiting)
+    }
+    guard wasStarted else { return true }
+    if wakeWriter { wake.signal() }
+    let (seconds, attoseconds) = timeout.components
+    let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+    return finished.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success
+  }
+
+  private func drain() {
+    while true {
+      let (batch, done) = state.withLock { state -> ([Element], Bool) in
+        if state.items.isEmpty {
+          if state.closing { return ([], true) }
+          state.writerWaiting = true
+          return ([], false)
+        }
+        let batch = Array(state.items)
+        state.items.removeAll(keepingCapacity: true)
+        return (batch, false)
+      }
+      if done { break }
+      if batch.isEmpty {
+        wake.wait()
+        continue
+      }
+      write(batch)
+      state.withLock { $0.written += UInt64(batch.count) }
+    }
+    finished.signal()
+  }
+}

@@ -1,0 +1,411 @@
+import CSystemdJournal
+import Glibc
+import RunLoopCore
+import RunLoopObservers
+
+/// A trace sink that sends every ``RunLoopObservers/TraceRecord`` to the systemd journal
+/// through libsystemd's `sd_journal_sendv`, on a writer thread.
+///
+/// Each record becomes one journal entry whose fields are the JSON keys in upper case with
+/// the prefix `RUNLOOP_` (`RUNLOOP_ACTIVITY=beforeWaiting`, `RUNLOOP_ITERATION=12`, ...; the
+/// values are exactly the JSON values), plus `MESSAGE` for people, `PRIORITY=7` (debug),
+/// `SYSLOG_IDENTIFIER`, `TID` (journald records no thread id of its own) and a fixed
+/// `MESSAGE_ID` per record kind (``MessageID``).
+///
+/// journald is best effort, so the traced loop never waits for it: `sd_journal_sendv` blocks
+/// while journald is stalled, so the loop thread only puts the record in a bounded queue. When
+/// the queue is full the record is dropped and counted, and the count is sent as an entry of
+/// its own (`RUNLOOP_RECORD=drops`, priority 4) once the journal takes entries again. When no
+/// journal answers, that is reported once on standard error and the program goes on.
+/// journald also drops entries silently past its per-service rate limit (10,000 per 30 s by
+/// default): keep the JSON Lines sink for a complete record.
+///
+/// ```swift
+/// let journal = JournalSink(identifier: "my-service")
+/// let tracer = LoopTracer(sinks: [journal, try JSONLinesSink(path: "/tmp/loop.jsonl")])
+/// tracer.attach(to: .current)
+/// ```
+///
+/// Then `journalctl -t my-service -o json` shows the entries.
+public final class JournalSink: TraceSink, @unchecked Sendable {
+  /// Where entries go.
+  ///
+  /// ```swift
+  /// let sink = JournalSink(destination: .socket(path: "/run/systemd/journal.ns/socket"))
+  /// ```
+  public enum Destination: Sendable, Hashable {
+    /// The system journal, through `sd_journal_sendv`.
+    case systemJournal
+    /// A journald native-protocol datagram socket at `path`, written without libsystemd (for
+    /// a journald namespace's socket, or a socket a test controls).
+    case socket(path: String)
+  }
+
+  /// The fixed `MESSAGE_ID` of each kind of entry, so that `journalctl MESSAGE_ID=...` finds
+  /// one kind.
+  ///
+  /// ```swift
+  /// // journalctl MESSAGE_ID=9d91b4b8f1a1497898a3c0378e87e7b9  (drop reports)
+  /// ```
+  public enum MessageID {
+    /// An activity record.
+    ///
+    /// ```swift
+    /// let id = JournalSink.MessageID.activity
+    /// ```
+    public static let activity = "dc88c04a336245a5b7042bba68e627c3"
+    /// A call-out record.
+    ///
+    /// ```swift
+    /// let id = JournalSink.MessageID.callout
+    /// ```
+    public static let callout = "b23ceee1a61148e9bc7a7262d9cba253"
+    /// A sleep record.
+    ///
+    /// ```swift
+    /// let id = JournalSink.MessageID.sleep
+    /// ```
+    public static let sleep = "d9795e2a38344bae831753d40f374958"
+    /// A report of dropped or undeliverable records.
+    ///
+    /// ```swift
+    /// let id = JournalSink.MessageID.drops
+    /// ```
+    public static let drops = "9d91b4b8f1a1497898a3c0378e87e7b9"
+  }
+
+  /// The `SYSLOG_IDENTIFIER` of every entry.
+  ///
+  /// ```swift
+  /// let identifier = sink.identifier
+  /// ```
+  public let identifier: String
+  /// Where entries go.
+  ///
+  /// ```swift
+  /// let destination = sink.destination
+  /// ```
+  public let destination: Destination
+  /// The most records the queue holds before it drops.
+  ///
+  /// ```swift
+  /// let capacity = sink.capacity
+  /// ```
+  public let capacity: Int
+
+  private let emitter: _JournalEmitter
+  private let writer: _WriterThread<TraceRecord>
+
+  /// Creates the sink and starts its writer thread.
+  ///
+  /// - Parameters:
+  ///   - identifier: the `SYSLOG_IDENTIFIER` (what `journalctl -t` filters on).
+  ///   - destination: the system journal, or a native-protocol socket.
+  ///   - capacity: the queue's bound; records beyond it are dropped and counted.
+  ///   - extraFields: more fields for every entry (names must be valid journal field
+  ///     names: upper case letters, digits, underscores, not starting with `_`).
+  ///
+  /// ```swift
+  /// let sink = JournalSink(identifier: "worker", capacity: 4096, extraFields: ["RUNLOOP_TEST": "1"])
+  /// ```
+  public init(
+    identifier: String = "runloop", destination: Destination = .systemJournal,
+    capacity: Int = 8192, extraFields: [String: String] = [:]
+  ) {
+    self.identifier = identifier
+    self.destination = destination
+    self.capacity = max(1, capacity)
+    let emitter = _JournalEmitter(
+      identifier: identifier, transport: _JournalTransport(destination),
+      extraFields: extraFields.sorted { $0.key < $1.key })
+    self.emitter = emitter
+    let writer = _WriterThread<TraceRecord>(name: "trace-journal", capacity: self.capacity) {
+      batch in emitter.send(batch)
+    }
+    self.writer = writer
+    emitter.dropCounter = { [weak writer] in writer?.dropped ?? 0 }
+    writer.start()
+  }
+
+  /// Queues `record` for the writer thread, or drops and counts it when the queue is full.
+  /// Called on the loop thread; never waits for journald.
+  ///
+  /// ```swift
+  /// sink.enqueue(record)  // on the loop thread; returns at once
+  /// ```
+  public func enqueue(_ record: TraceRecord) {
+    writer.enqueue(record)
+  }
+
+  /// Waits until every record queued so far has been handed to journald (or failed), up to
+  /// `timeout`; returns whether it got there.
+  ///
+  /// ```swift
+  /// sink.flush(timeout: .seconds(2))
+  /// ```
+  @discardableResult
+  public func flush(timeout: Duration = .seconds(10)) -> Bool {
+    writer.flush(timeout: timeout)
+  }
+
+  /// Sends what is queued (waiting at most 5 seconds for a stalled journald), then a final
+  /// drop report if records were dropped since the last one.
+  ///
+  /// ```swift
+  /// sink.close()
+  /// ```
+  public func close() {
+    if writer.close(timeout: .seconds(5)) {
+      emitter.reportDrops()
+    }
+  }
+
+  /// What the sink has done so far.
+  ///
+  /// ```swift
+  /// let stats = sink.statistics
+  /// print(stats.sent, stats.dropped, stats.failed, stats.journalAbsent)
+  /// ```
+  public var statistics: JournalSinkStatistics {
+    emitter.statistics(dropped: writer.dropped)
+  }
+}
+
+/// Turns records into journal entries and sends them, on the writer thread.
+final class _JournalEmitter: @unchecked Sendable {
+  let identifier: String
+  let transport: _JournalTransport
+  let extraFields: [(key: String, value: String)]
+  // Set once, right after init, before the writer thread starts.
+  var dropCounter: @Sendable () -> UInt64 = { 0 }
+  // Guarded by its own lock: delivery counts.
+  private let counts = GuardedState(Counts())
+
+  struct Counts {
+    var sent: UInt64 = 0
+    var failed: UInt64 = 0
+    var dropsReported: UInt64 = 0
+    var failedReported: UInt64 = 0
+    var dropReports: UInt64 = 0
+    var absent = false
+    var absentReported = false
+    var lastError: Int32 = 0
+    var lastRun = ""
+  }
+
+  init(
+    identifier: String, transport: _JournalTransport, extraFields: [(key: String, value: String)]
+  ) {
+    self.identifier = identifier
+    self.transport = transport
+    self.extraFields = extraFields
+  }
+
+  func send(_ batch: [TraceRecord]) {
+    // Drop reports carry the run id of the records around them.
+    if let run = batch.first?.run { counts.withLock { $0.lastRun = run } }
+    reportDrops()
+    for record in batch {
+      deliver(entry(for: record), run: record.run)
+    }
+  }
+
+  /// Sends a drops entry when records were dropped or failed since the last one.
+  func reportDrops() {
+    let dropped = dropCounter()
+    let pending = counts.withLock { counts -> (UInt64, UInt64, String)? in
+      guard dropped > counts.dropsReported || counts.failed > counts.failedReported,
+        !counts.absent
+      else { return nil }
+      return (dropped - counts.dropsReported, counts.failed - counts.failedReported, counts.lastRun)
+    }
+    guard let (newDrops, newFailures, run) = pending else { return }
+    let message =
+      "runloop trace: \(newDrops) records dropped (journal queue full), "
+      + "\(newFailures) not delivered"
+    var fields: [(String, String)] = [
+      ("MESSAGE", message), ("PRIORITY", "4"), ("SYSLOG_IDENTIFIER", identifier),
+      ("MESSAGE_ID", JournalSink.MessageID.drops), ("RUNLOOP_RECORD", "drops"),
+      ("RUNLOOP_RUN", run), ("RUNLOOP_DROPPED", String(newDrops)),
+      ("RUNLOOP_DROPPED_TOTAL", String(dropped)), ("RUNLOOP_FAILED", String(newFailures)),
+    ]
+    fields += extraFields.map { ($0.key, $0.value) }
+    if transport.send(fields) == 0 {
+      counts.withLock { counts in
+        counts.dropsReported = dropped
+        counts.failedReported += newFailures
+        counts.dropReports += 1
+        counts.sent += 1
+      }
+    }
+  }
+
+  private func deliver(_ fields: [(String, String)], run: String) {
+    let result = transport.send(fields)
+    let reportAbsent = counts.withLock { counts -> Int32? in
+      counts.lastRun = run
+      if result == 0 {
+        counts.sent += 1
+        counts.absent = false
+        return nil
+      }
+      counts.failed += 1
+      counts.lastError = -result
+      let absent = [ECONNREFUSED, ENOENT, ENOTCONN, ECONNRESET].contains(-result)
+      counts.absent = absent
+      guard absent, !counts.absentReported else { return nil }
+      counts.absentReported = true
+      return -result
+    }
+    if let error = reportAbsent {
+      let reason = String(cString: strerror(error))
+      let text =
+        "RunLoopJournal: no journal answers (\(reason)); trace entries for the journal are "
+        + "counted as not delivered and the program goes on\n"
+      _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+    }
+  }
+
+  func entry(for record: TraceRecord) -> [(String, String)] {
+    var fields: [(String, String)] = [
+      ("MESSAGE", Self.message(for: record)), ("PRIORITY", "7"),
+      ("SYSLOG_IDENTIFIER", identifier), ("TID", String(record.tid)),
+      ("MESSAGE_ID", Self.messageID(for: record.record)),
+    ]
+    for (key, value) in record.fields {
+      fields.append(("RUNLOOP_" + key.uppercased(), value))
+    }
+    fields += extraFields.map { ($0.key, $0.value) }
+    return fields
+  }
+
+  static func messageID(for kind: TraceRecord.Kind) -> String {
+    switch kind {
+    case .activity: JournalSink.MessageID.activity
+    case .callout: JournalSink.MessageID.callout
+    case .sleep: JournalSink.MessageID.sleep
+    }
+  }
+
+  static func message(for record: TraceRecord) -> String {
+    let place = "loop \(record.loop) [\(record.mode)] iteration \(record.iteration)"
+    switch record.record {
+    case .activity:
+      return "\(place) depth \(record.depth): \(record.activity ?? "?")"
+    case .callout:
+      var text =
+        "\(place): \(record.calloutKind ?? "?") '\(record.calloutName ?? "")' ran "
+        + milliseconds(record.duration ?? 0)
+      if let lateness = record.lateness { text += ", \(milliseconds(lateness)) after due" }
+      return text
+    case .sleep:
+      return "\(place): slept \(milliseconds(record.duration ?? 0))"
+    }
+  }
+
+  static func milliseconds(_ nanoseconds: Int64) -> String {
+    let micro = nanoseconds / 1000
+    let fraction = String(abs(micro) % 1000)
+    let sign = micro < 0 ? "-" : ""
+    return
+      "\(sign)\(abs(micro) / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction) ms"
+  }
+
+  func statistics(dropped: UInt64) -> JournalSinkStatistics {
+    counts.withLock { counts in
+      JournalSinkStatistics(
+        sent: counts.sent, dropped: dropped, failed: counts.failed,
+        dropReports: counts.dropReports, journalAbsent: counts.absent,
+        lastError: counts.lastError == 0 ? nil : counts.lastError,
+        absenceReports: counts.absentReported ? 1 : 0)
+    }
+  }
+}
+
+/// Sends one entry: through `sd_journal_sendv`, or as one native-protocol datagram.
+struct _JournalTransport: Sendable {
+  let destination: JournalSink.Destination
+
+  init(_ destination: JournalSink.Destination) {
+    self.destination = destination
+  }
+
+  /// Returns 0 or a negative errno.
+  func send(_ fields: [(String, String)]) -> Int32 {
+    switch destination {
+    case .systemJournal: return sendThroughLibsystemd(fields)
+    case .socket(let path): return sendDatagram(fields, to: path)
+    }
+  }
+
+  /// Where `sd_journal_sendv` sends.
+  static let systemSocketPath = "/run/systemd/journal/socket"
+
+  private func sendThroughLibsystemd(_ fields: [(String, String)]) -> Int32 {
+    // Measured: with no socket file at all, sd_journal_sendv returns 0 and the entry is
+    // lost (libsystemd fails silently on ENOENT). Look first, so that absence is reported.
+    guard access(Self.systemSocketPath, F_OK) == 0 else { return -ENOENT }
+    // One buffer holds every "NAME=value"; the iovecs point into it.
+    var bytes: [UInt8] = []
+    var ranges: [(offset: Int, count: Int)] = []
+    for (name, value) in fields {
+      let start = bytes.count
+      bytes += name.utf8
+      bytes.append(UInt8(ascii: "="))
+      bytes += value.utf8
+      ranges.append((start, bytes.count - start))
+    }
+    return bytes.withUnsafeMutableBytes { buffer -> Int32 in
+      let base = buffer.baseAddress!
+      let vectors = ranges.map { iovec(iov_base: base + $0.offset, iov_len: $0.count) }
+      return vectors.withUnsafeBufferPointer {
+        csj_journal_sendv(UnsafeRawPointer($0.baseAddress), Int32($0.count))
+      }
+    }
+  }
+
+  /// journald's native protocol: `NAME=value\n`, or for a value with a newline
+  /// `NAME\n`, its length as 64-bit little endian, the value, `\n`.
+  static func datagram(_ fields: [(String, String)]) -> [UInt8] {
+    var bytes: [UInt8] = []
+    for (name, value) in fields {
+      bytes += name.utf8
+      if value.utf8.contains(UInt8(ascii: "\n")) {
+        bytes.append(UInt8(ascii: "\n"))
+        var length = UInt64(value.utf8.count).littleEndian
+        withUnsafeBytes(of: &length) { bytes += $0 }
+      } else {
+        bytes.append(UInt8(ascii: "="))
+      }
+      bytes += value.utf8
+      bytes.append(UInt8(ascii: "\n"))
+    }
+    return bytes
+  }
+
+  private func sendDatagram(_ fields: [(String, String)], to path: String) -> Int32 {
+    let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard descriptor >= 0 else { return -errno }
+    defer { close(descriptor) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let pathBytes = Array(path.utf8)
+    let capacity = MemoryLayout.size(ofValue: address.sun_path)
+    guard pathBytes.count < capacity else { return -ENAMETOOLONG }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      raw.copyBytes(from: pathBytes)
+      raw[pathBytes.count] = 0
+    }
+    let payload = Self.datagram(fields)
+    let sent = withUnsafePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+        payload.withUnsafeBytes { body in
+          sendto(
+            descriptor, body.baseAddress, body.count, Int32(MSG_NOSIGNAL), socketAddress,
+            socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+      }
+    }
+    return sent < 0 ? -errno : 0
+  }
+}

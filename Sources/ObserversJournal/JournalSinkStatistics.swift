@@ -1,0 +1,71 @@
+/// What a ``JournalSink`` has done so far.
+///
+/// ```swift
+/// let stats = sink.statistics
+/// if stats.dropped > 0 { print("\(stats.dropped) records never reached the journal queue") }
+/// ```
+public struct JournalSinkStatistics: Sendable, Hashable {
+  /// Entries journald accepted (records and drop reports).
+  ///
+  /// ```swift
+  /// let sent = stats.sent
+  /// ```
+  public var sent: UInt64
+  /// Records dropped because the queue was full (the journal was slower than the loops).
+  ///
+  /// ```swift
+  /// let dropped = stats.dropped
+  /// ```
+  public var dropped: UInt64
+  /// Records the journal refused or that found no journal.
+  ///
+  /// ```swift
+  /// let failed = stats.failed
+  /// ```
+  public var failed: UInt64
+  /// Drop reports sent to the journal.
+  ///
+  /// ```swift
+  /// let dropReports = stats.dropReports
+  /// ```
+  public var dropReports: UInt64
+  /// Whether the latest send found no journal listening.
+  ///
+  /// ```swift
+  /// let journalAbsent = stats.journalAbsent
+  /// ```
+  public var journalAbsent: Bool
+  /// The `errno` of the latest failed send.
+  ///
+  /// ```swift
+  /// let lastError = stats.lastError
+  /// ```
+  public var lastError: Int32?
+  /// How many times "no journal answers" was written to standard error: at most once per
+  /// sink.
+  ///
+  /// ```swift
+  /// let warned = stats.absenceReports == 1
+  /// ```
+  public var absenceReports: UInt64
+
+  /// Creates statistics (the sink does this).
+  ///
+  /// ```swift
+  /// let zero = JournalSinkStatistics(
+  ///   sent: 0, dropped: 0, failed: 0, dropReports: 0, journalAbsent: false, lastError: nil,
+  ///   absenceReports: 0)
+  /// ```
+  public init(
+    sent: UInt64, dropped: UInt64, failed: UInt64, dropReports: UInt64, journalAbsent: Bool,
+    lastError: Int32?, absenceReports: UInt64
+  ) {
+    self.sent = sent
+    self.dropped = dropped
+    self.failed = failed
+    self.dropReports = dropReports
+    self.journalAbsent = journalAbsent
+    self.lastError = lastError
+    self.absenceReports = absenceReports
+  }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import RunLoopCore
+import RunLoopObservers
+
+/// Runs `body` on a fresh thread that owns a fresh run loop, and waits for it.
+func onNewThread<T: Sendable>(
+  _ name: String = "test", _ body: @escaping @Sendable (EventRunLoop) throws -> T
+) throws -> T {
+  let result = GuardedState<Result<T, any Error>?>(nil)
+  let thread = RunLoopThread(name: name) { thread in
+    let value = Result { try body(thread.runLoop) }
+    result.withLock { $0 = value }
+  }
+  try thread.start()
+  try thread.join()
+  return try result.withLock { $0! }.get()
+}
+
+/// Waits up to `seconds` for `condition`, polling.
+func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+  let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+  while ContinuousClock.now < deadline {
+    if condition() { return true }
+    usleep(1000)
+  }
+  return condition()
+}
+
+/// A log shared by call-outs.
+final class Log: Sendable {
+  private let entries = GuardedState<[String]>([])
+  func append(_ entry: String) { entries.withLock { $0.append(entry) } }
+  var all: [String] { entries.withLock { $0 } }
+}
+
+/// A fresh path in the temporary directory.
+func temporaryPath(_ name: String) -> String {
+  let directory = NSTemporaryDirectory()
+  return "\(directory)/runloop-observers-\(getpid())-\(UInt32.random(in: 0...UInt32.max))-\(name)"
+}
+
+/// A real deadline provider (the Timers module's role): fires `handler` through
+/// `withCallout(.timer, dueAt:)` every `interval`, `count` times.
+final class TickProvider: LoopDeadlineProvider, @unchecked Sendable {
+  private let interval: Duration
+  private let state: GuardedState<(next: ContinuousClock.Instant, remaining: Int)>
+  private let handler: @Sendable () -> Void
+
+  init(interval: Duration, count: Int, handler: @escaping @Sendable () -> Void) {
+    self.interval = interval
+    self.state = GuardedState((ContinuousClock.now + interval, count))
+    self.handler = handler
+  }
+
+  func hasItems(in mode: LoopMode, of loop: EventRunLoop) -> Bool {
+    mode == .default && state.withLock { $0.remaining > 0 }
+  }
+
+  func nextDeadline(in mode: LoopMode, of loop: EventRunLoop) -> ContinuousClock.Instant? {
+    guard mode == .default else { return nil }
+    return state.withLock { $0.remaining > 0 ? $0.next : nil }
+  }
+
+  func fireDue(in mode: LoopMode, of loop: EventRunLoop, now: ContinuousClock.Instant) {
+    guard mode == .default else { return }
+    let due = state.withLock { state -> ContinuousClock.Instant? in
+      guard state.remaining > 0, state.next <= now else { return nil }
+      let due = state.next
+      state.remaining -= 1
+      state.next = due + interval
+      return due
+    }
+    guard let due else { return }
+    loop.withCallout(.timer, name: "tick", dueAt: due, handler)
+  }
+}
+
+/// The package's root directory.
+let packageRoot: String = {
+  var url = URL(fileURLWithPath: #filePath)
+  for _ in 0..<3 { url.deleteLastPathComponent() }
+  return url.path
+}()
+
+/// Runs a program and returns its standard output and exit status.
+func runProgram(_ path: String, _ arguments: [String]) throws -> (output: String, status: Int32) {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: path)
+  process.arguments = arguments
+  let pipe = Pipe()
+  process.standardOutput = pipe
+  try process.run()
+  let data = pipe.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return (String(decoding: data, as: UTF8.self), process.terminationStatus)
+}
+
+/// Whether a journald answers, starting one with scripts/ensure-journald.sh when none does.
+/// Prints why not when it cannot.
+let journaldAvailable: Bool = {
+  do {
+    let result = try runProgram("/bin/sh", ["\(packageRoot)/scripts/ensure-journald.sh"])
+    if result.status != 0 {
+      print("journald tests skipped: scripts/ensure-journald.sh exited \(result.status)")
+    }
+    return result.status == 0
+  } catch {
+    print("journald tests skipped: cannot run scripts/ensure-journald.sh: \(error)")
+    return false
+  }
+}()
+
+/// A Unix datagram socket bound at a fresh path, for journal-absent and journal-stalled
+/// tests; `close()` unbinds the descriptor (the file stays until `unlinkPath()`).
+final class DatagramSocket: @unchecked Sendable {
+  let path: String
+  private(set) var descriptor: Int32
+
+  init(path: String, receiveBuffer: Int32? = nil) {
+    self.path = path
+    descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+    precondition(descriptor >= 0)
+    if var size = receiveBuffer {
+      setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      raw.copyBytes(from: bytes)
+      raw[bytes.count] = 0
+    }
+    let status = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    precondition(status == 0, "bind \(path): \(errno)")
+  }
+
+  /// Reads every datagram waiting, without blocking.
+  func drain() -> [String] {
+    var datagrams: [String] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+      if count <= 0 { break }
+      datagrams.append(String(decoding: buffer[0..<count], as: UTF8.self))
+    }
+    return datagrams
+  }
+
+  func close() {
+    if descriptor >= 0 { Glibc.close(descriptor) }
+    descriptor = -1
+  }
+
+  func unlinkPath() { unlink(path) }
+
+  deinit {
+    close()
+    unlinkPath()
+  }
+}
