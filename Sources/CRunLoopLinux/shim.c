@@ -1,5 +1,9 @@
-// Most of the target lives in the header as static inline functions. The thread-id cache
-// is here because it needs one thread-local variable shared by every caller.
+// Most of the target lives in the header as static inline functions. Here: the thread-id
+// cache (one thread-local variable shared by every caller) and what needs _GNU_SOURCE.
+#define _GNU_SOURCE 1
+#include <pthread.h>
+#include <sys/socket.h>
+
 #include "CRunLoopLinux.h"
 
 static __thread pid_t crl_tid_cache;
@@ -15,4 +19,24 @@ static void crl_reset_tid_cache(void) { crl_tid_cache = 0; }
 
 __attribute__((constructor)) static void crl_install_fork_handler(void) {
   pthread_atfork(NULL, NULL, crl_reset_tid_cache);
+}
+
+int crl_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
+  struct ucred credentials;
+  socklen_t length = sizeof(credentials);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+  *pid = credentials.pid;
+  *uid = credentials.uid;
+  *gid = credentials.gid;
+  return 0;
+}
+
+int crl_accept_nonblocking(int fd) {
+  return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+int crl_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
+
+int crl_get_thread_name(char *buffer, size_t size) {
+  return pthread_getname_np(pthread_self(), buffer, size);
 }

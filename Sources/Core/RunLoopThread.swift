@@ -238,7 +238,7 @@ public final class RunLoopThread: @unchecked Sendable {
   private func main() {
     pthread_setspecific(currentThreadKey, Unmanaged.passUnretained(self).toOpaque())
     defer { pthread_setspecific(currentThreadKey, nil) }
-    _ = name.withCString { pthread_setname_np(pthread_self(), String(cString: $0).prefix15) }
+    _ = crl_set_thread_name(name.prefix15)
     let tid = crl_current_tid()
     let loop = EventRunLoop.current
     var startError: RunLoopError?

@@ -121,12 +121,17 @@ struct RunAPITests {
   @Test func runReturnsFinishedWhenTheLastSourceLeaves() throws {
     let result = try onNewThread { loop -> RunResult in
       let source = CustomInputSource(name: "once") {}
-      let remover = CustomInputSource(name: "remover") {
-        EventRunLoop.current.remove(source, mode: .default)
+      let remover = GuardedState<CustomInputSource?>(nil)
+      remover.withLock {
+        $0 = CustomInputSource(name: "remover") {
+          EventRunLoop.current.remove(source, mode: .default)
+          remover.withLock { $0?.invalidate() }
+        }
       }
+      let removerSource = remover.withLock { $0! }
       try loop.add(source, mode: .default)
-      try loop.add(remover, mode: .default)
-      remover.signal()
+      try loop.add(removerSource, mode: .default)
+      removerSource.signal()
       return try loop.run()
     }
     #expect(result == .finished)

@@ -29,6 +29,7 @@ final class Recorder: RunLoopInstrument, @unchecked Sendable {
 }
 
 /// Runs `body` on a fresh thread that owns a fresh run loop, and waits for it.
+@discardableResult
 func onNewThread<T: Sendable>(
   _ name: String = "test", _ body: @escaping @Sendable (EventRunLoop) throws -> T
 ) throws -> T {

@@ -4,7 +4,9 @@
 #ifndef CRUNLOOPLINUX_H
 #define CRUNLOOPLINUX_H
 
-#define _GNU_SOURCE 1
+// No _GNU_SOURCE here: this header is imported next to Glibc, and a header built with a
+// different feature set makes clang see two definitions of fd_set and friends. What needs
+// GNU extensions lives in shim.c, behind plain declarations.
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -41,19 +43,15 @@ static inline size_t crl_epoll_event_size(void) { return sizeof(struct epoll_eve
 
 /// SO_PEERCRED of a connected Unix-domain socket (struct ucred needs _GNU_SOURCE, which
 /// Swift's Glibc module is built without). Returns 0 or -1 with errno set.
-static inline int crl_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
-  struct ucred credentials;
-  socklen_t length = sizeof(credentials);
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
-  *pid = credentials.pid;
-  *uid = credentials.uid;
-  *gid = credentials.gid;
-  return 0;
-}
+int crl_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
+
+/// Names the calling thread (pthread_setname_np: at most 15 bytes). Returns 0 or an errno.
+int crl_set_thread_name(const char *name);
+
+/// Copies the calling thread's name into `buffer` (pthread_getname_np). Returns 0 or an errno.
+int crl_get_thread_name(char *buffer, size_t size);
 
 /// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC (a GNU extension).
-static inline int crl_accept_nonblocking(int fd) {
-  return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-}
+int crl_accept_nonblocking(int fd);
 
 #endif
