@@ -52,6 +52,11 @@ let package = Package(
       path: "Tests/CoreTests"
     ),
     .testTarget(
+      name: "RunLoopTimersTests",
+      dependencies: ["RunLoopCore", "RunLoopTimers"],
+      path: "Tests/TimersTests"
+    ),
+    .testTarget(
       name: "IntegrationTests",
       dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
       path: "Tests/IntegrationTests"
