@@ -24,12 +24,13 @@ final class _TimerScheduler: LoopDeadlineProvider, @unchecked Sendable {
 
   /// The scheduler of `loop`, created and plugged in on first use.
   static func of(_ loop: EventRunLoop) -> _TimerScheduler {
-    schedulerCreation.withLock { _ -> _TimerScheduler in
+    schedulersCreated.withLock { created -> _TimerScheduler in
       for provider in loop.deadlineProviders {
         if let scheduler = provider as? _TimerScheduler { return scheduler }
       }
       let scheduler = _TimerScheduler(loop: loop)
       loop.addDeadlineProvider(scheduler)
+      created += 1
       return scheduler
     }
   }
@@ -72,8 +73,10 @@ final class _TimerScheduler: LoopDeadlineProvider, @unchecked Sendable {
   }
 }
 
-// Serialises "find or create" of a loop's scheduler.
-private let schedulerCreation = GuardedState(())
+// Serialises "find or create" of a loop's scheduler, and counts the schedulers created. (A
+// `GuardedState<Void>` would do, but ThreadSanitizer misreports accesses to a zero-sized
+// guarded value as races.)
+private let schedulersCreated = GuardedState(0)
 
 /// Everything a loop's scheduler keeps, guarded by `_TimerScheduler.state`.
 struct _SchedulerState {
