@@ -13,12 +13,29 @@ import RunLoopCore
 /// from any thread.
 public final class Debouncer: Sendable {
   /// How long calls must stop before the action runs.
+  ///
+  /// ```swift
+  /// print(search.delay)  // 0.3 seconds
+  /// ```
   public let delay: Duration
   /// The loop the action runs on.
+  ///
+  /// ```swift
+  /// assert(search.loop === EventRunLoop.main)
+  /// ```
   public let loop: EventRunLoop
   /// The modes in which the action may run.
+  ///
+  /// ```swift
+  /// let save = Debouncer(delay: .seconds(1), modes: [.common]) { save() }
+  /// print(save.modes)  // [common]
+  /// ```
   public let modes: [LoopMode]
   /// The name of the debouncer's timer in traces.
+  ///
+  /// ```swift
+  /// let search = Debouncer(delay: .milliseconds(300), name: "search") { runSearch() }
+  /// ```
   public let name: String
   private let action: @Sendable () -> Void
   // Guarded by its own lock: the timer of the pending run, if any.

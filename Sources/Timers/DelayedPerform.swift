@@ -12,6 +12,10 @@ import RunLoopCore
 public final class DelayedPerform: Sendable {
   /// The key given when the request was made, for
   /// ``RunLoopCore/EventRunLoop/cancelDelayedPerforms(key:)``.
+  ///
+  /// ```swift
+  /// if request.key == "search" { request.cancel() }
+  /// ```
   public let key: String?
   let timer: LoopTimer
 

@@ -30,9 +30,18 @@ import Synchronization
 /// handler runs. A call-out that has already begun when another thread calls
 /// ``invalidate()`` still completes.
 public final class LoopTimer: @unchecked Sendable {
-  /// The timer's name in traces.
+  /// The timer's name in traces (call-out records carry it).
+  ///
+  /// ```swift
+  /// let heartbeat = try LoopTimer(fireAt: .now, every: .seconds(1), name: "heartbeat") { _ in }
+  /// print(heartbeat.name)  // "heartbeat"
+  /// ```
   public let name: String
   /// The repeat interval, or `nil` for a one-shot timer.
+  ///
+  /// ```swift
+  /// if let interval = timer.interval { print("every \(interval)") }
+  /// ```
   public let interval: Duration?
 
   let handler: @Sendable (LoopTimer) -> Void
