@@ -44,7 +44,7 @@ struct SuspendAndDebounceTests {
       loop -> (Int, Duration, Duration, Int) in
       let counter = Counter()
       let alive = try keepAlive(loop, mode: .default)
-      let timer = try LoopTimer(fireAt: .now + .milliseconds(40), every: .seconds(1)) { _ in
+      let timer = try LoopTimer(fireAt: .now + .milliseconds(150), every: .seconds(10)) { _ in
         counter.increment()
       }
       try loop.add(timer, mode: .default)
@@ -52,12 +52,12 @@ struct SuspendAndDebounceTests {
       timer.suspend()
       let before = timer.fireDate - suspendedAt
       // Longer than the time that was left: a running timer would have fired.
-      try loop.run(mode: .default, timeout: .milliseconds(80))
+      try loop.run(mode: .default, timeout: .milliseconds(200))
       let whileSuspended = counter.count
       let resumedAt = ContinuousClock.now
       timer.resume()
       let after = timer.fireDate - resumedAt
-      try loop.run(mode: .default, timeout: .milliseconds(200))
+      try loop.run(mode: .default, timeout: .seconds(5)) { counter.count == 1 }
       timer.invalidate()
       alive.invalidate()
       return (whileSuspended, before, after, counter.count)
@@ -68,8 +68,9 @@ struct SuspendAndDebounceTests {
     let drift =
       remainingAfter > remainingBefore
       ? remainingAfter - remainingBefore : remainingBefore - remainingAfter
-    #expect(drift < .milliseconds(20))
-    #expect(remainingAfter > .milliseconds(20))
+    // Loose bounds: a thread held off the CPU between the clock reads widens the gap.
+    #expect(drift < .milliseconds(50))
+    #expect(remainingAfter > .milliseconds(75))
   }
 
   @Test func countdownStartPauseResumeStopNeverLosesOrAddsTicks() throws {
@@ -115,14 +116,14 @@ struct SuspendAndDebounceTests {
       loop -> (Int, ContinuousClock.Instant, ContinuousClock.Instant?) in
       let counter = Counter()
       let ranAt = GuardedState<ContinuousClock.Instant?>(nil)
-      let search = Debouncer(delay: .milliseconds(40), loop: loop, name: "search") {
+      let search = Debouncer(delay: .milliseconds(100), loop: loop, name: "search") {
         counter.increment()
         ranAt.withLock { $0 = .now }
       }
       let alive = try keepAlive(loop, mode: .default)
       var lastCall = ContinuousClock.now
       for _ in 0..<6 {
-        // A keystroke every 10 ms: the 40 ms pause never comes until the last one.
+        // A keystroke every 10 ms: the 100 ms pause never comes until the last one.
         lastCall = .now
         search.call()
         try loop.run(mode: .default, timeout: .milliseconds(10))
@@ -135,7 +136,7 @@ struct SuspendAndDebounceTests {
     }
     #expect(runs == 1)
     let ran = try #require(ranAt)
-    #expect(ran >= lastCall + .milliseconds(40))
+    #expect(ran >= lastCall + .milliseconds(100))
   }
 
   @Test func debounceCanRunAgainAndCanBeCancelled() throws {
