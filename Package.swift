@@ -95,6 +95,11 @@ let package = Package(
       path: "Tests/ObserversTests"
     ),
     .testTarget(
+      name: "RunLoopTimersTests",
+      dependencies: ["RunLoopCore", "RunLoopTimers"],
+      path: "Tests/TimersTests"
+    ),
+    .testTarget(
       name: "IntegrationTests",
       dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
       path: "Tests/IntegrationTests"

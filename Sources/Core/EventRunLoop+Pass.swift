@@ -166,8 +166,12 @@ extension EventRunLoop {
       let (token, mask) = poller.event(index, in: buffer)
       switch token {
       case Poller.wakeToken:
-        wakePending.store(false, ordering: .releasing)
+        // Drain before clearing the flag: the other order lets a wakeUp() that lands between
+        // the two have its write drained while the flag stays set, and every later wakeUp()
+        // (stop() included) is then skipped. A wakeUp() that sees the flag still set here is
+        // covered: the state it changed is read after this pass.
         poller.drainWake()
+        wakePending.store(false, ordering: .releasing)
       case Poller.timerToken:
         poller.drainTimer()
       default:

@@ -1,0 +1,81 @@
+import RunLoopCore
+
+/// Delayed performs: the guide's `performSelector:withObject:afterDelay:inModes:` and
+/// `cancelPreviousPerformRequestsWithTarget:`, for closures.
+extension EventRunLoop {
+  /// Runs `block` on this loop's thread once `delay` has passed and the loop runs in one of
+  /// `modes`. Safe from any thread. Built on a one-shot ``LoopTimer``, so it obeys the same
+  /// rules: it never runs while the loop is not running in one of `modes`.
+  ///
+  /// - Parameters:
+  ///   - delay: how long to wait; zero or negative means "at the next pass".
+  ///   - modes: the modes in which it may run; an empty list schedules nothing and returns
+  ///     a request that is already cancelled.
+  ///   - key: a group for ``cancelDelayedPerforms(key:)`` (the guide's "target").
+  ///   - name: the request's name in traces.
+  ///   - block: the work.
+  /// - Returns: a handle to cancel this one request. If this loop's thread has exited, the
+  ///   request is already cancelled.
+  ///
+  /// ```swift
+  /// let loop = EventRunLoop.current
+  /// loop.perform(after: .milliseconds(300), inModes: [.default], key: "search") { search() }
+  /// ```
+  @discardableResult
+  public func perform(
+    after delay: Duration, inModes modes: [LoopMode] = [.default], key: String? = nil,
+    name: String = "delayedPerform", _ block: @escaping @Sendable () -> Void
+  ) -> DelayedPerform {
+    let scheduler = _TimerScheduler.of(self)
+    // A one-shot timer never throws at creation.
+    let timer = try! LoopTimer(fireAt: .now + delay, name: name) { timer in
+      if let key { scheduler.forget(timer, key: key) }
+      block()
+    }
+    let request = DelayedPerform(key: key, timer: timer)
+    guard !modes.isEmpty else {
+      timer.invalidate()
+      return request
+    }
+    if let key { scheduler.state.withLock { $0.delayedByKey[key, default: []].append(timer) } }
+    do {
+      try add(timer, modes: modes)
+    } catch {
+      // Only a loop whose thread has exited refuses a fresh timer.
+      if let key { scheduler.forget(timer, key: key) }
+      timer.invalidate()
+    }
+    return request
+  }
+
+  /// Cancels every pending delayed perform made on this loop with `key` (the guide's
+  /// `cancelPreviousPerformRequestsWithTarget:`). Safe from any thread. Returns how many were
+  /// cancelled.
+  ///
+  /// ```swift
+  /// loop.cancelDelayedPerforms(key: "search")
+  /// loop.perform(after: .milliseconds(300), key: "search") { search() }
+  /// ```
+  @discardableResult
+  public func cancelDelayedPerforms(key: String) -> Int {
+    let scheduler = _TimerScheduler.of(self)
+    let timers = scheduler.state.withLock { $0.delayedByKey.removeValue(forKey: key) ?? [] }
+    var cancelled = 0
+    for timer in timers where timer.isValid {
+      timer.invalidate()
+      cancelled += 1
+    }
+    return cancelled
+  }
+}
+
+extension _TimerScheduler {
+  /// Removes a delayed perform's timer from its key's list.
+  func forget(_ timer: LoopTimer, key: String) {
+    state.withLock { state in
+      guard var list = state.delayedByKey[key] else { return }
+      list.removeAll { $0 === timer }
+      state.delayedByKey[key] = list.isEmpty ? nil : list
+    }
+  }
+}

@@ -1,0 +1,77 @@
+import RunLoopCore
+
+/// Adding timers to a run loop (Foundation's `add(_:forMode:)`, CoreFoundation's
+/// `CFRunLoopAddTimer`).
+extension EventRunLoop {
+  /// Adds `timer` to this loop in `mode`, which may be ``RunLoopCore/LoopMode/common``.
+  /// Safe from any thread; a sleeping loop wakes if the timer is due before it would have.
+  ///
+  /// Adding a timer to a mode it is already in does nothing. A timer may be in several modes
+  /// of one loop, never in two loops.
+  ///
+  /// ```swift
+  /// let timer = try LoopTimer(fireAt: .now + .seconds(1), every: .seconds(1)) { _ in tick() }
+  /// try loop.add(timer, mode: .common)  // fires in every common mode, like a scrolling UI
+  /// ```
+  ///
+  /// - Throws: ``RunLoopCore/RunLoopError/Code/alreadyInUse`` when the timer belongs to
+  ///   another loop, ``RunLoopCore/RunLoopError/Code/invalidated`` when it was invalidated
+  ///   (or a one-shot timer already fired), ``RunLoopCore/RunLoopError/Code/loopThreadExited``
+  ///   when this loop's thread has exited.
+  public func add(_ timer: LoopTimer, mode: LoopMode) throws(RunLoopError) {
+    guard !threadHasExited else {
+      throw .loopThreadExited("\(self)'s thread has exited; timer '\(timer.name)' would never fire")
+    }
+    let scheduler = _TimerScheduler.of(self)
+    let earlier = try timer.link.withLock { link throws(RunLoopError) -> Bool in
+      guard timer.isValid else {
+        throw .invalidated("timer '\(timer.name)' is invalid; create a new timer instead")
+      }
+      if let owner = link.scheduler, owner !== scheduler {
+        let other = owner.loop.map { "\($0)" } ?? "a loop that no longer exists"
+        throw .alreadyInUse("timer '\(timer.name)' belongs to \(other); it cannot join \(self)")
+      }
+      link.scheduler = scheduler
+      return scheduler.state.withLock { $0.add(timer, to: mode) }
+    }
+    scheduler.wakeIfNeeded(earlier)
+  }
+
+  /// Adds `timer` to each of `modes` (see ``add(_:mode:)``).
+  ///
+  /// ```swift
+  /// try loop.add(timer, modes: [.default, "tracking"])
+  /// ```
+  public func add(_ timer: LoopTimer, modes: [LoopMode]) throws(RunLoopError) {
+    for mode in modes { try add(timer, mode: mode) }
+  }
+
+  /// Takes `timer` out of `mode` of this loop (CoreFoundation's `CFRunLoopRemoveTimer`). The
+  /// timer stays valid and belongs to this loop; it can be added again. Does nothing when
+  /// the timer is not in that mode of this loop.
+  ///
+  /// ```swift
+  /// loop.remove(timer, mode: "tracking")
+  /// ```
+  public func remove(_ timer: LoopTimer, mode: LoopMode) {
+    timer.link.withLock { link in
+      guard let scheduler = link.scheduler, scheduler.loop === self else { return }
+      scheduler.state.withLock { $0.remove(timer, from: mode) }
+    }
+  }
+
+  /// Whether `timer` is in `mode` of this loop, directly (not through `.common`).
+  ///
+  /// ```swift
+  /// #expect(loop.contains(timer, mode: .default))
+  /// ```
+  public func contains(_ timer: LoopTimer, mode: LoopMode) -> Bool {
+    timer.link.withLock { link in
+      guard let scheduler = link.scheduler, scheduler.loop === self else { return false }
+      return scheduler.state.withLock { state in
+        guard let index = state.heapIndexByMode[mode] else { return false }
+        return timer.entry.slots.contains { $0.heapIndex == index && $0.active }
+      }
+    }
+  }
+}

@@ -1,0 +1,103 @@
+import RunLoopCore
+
+/// Creating timers from seconds, and creating and scheduling in one step (Foundation's
+/// `scheduledTimer(withTimeInterval:repeats:block:)`).
+extension LoopTimer {
+  /// The longest delay or interval, in seconds, that a seconds-based API takes as a real
+  /// time (about 136 years); longer positive values mean "never" for a delay.
+  ///
+  /// ```swift
+  /// let parked = try LoopTimer(seconds: .infinity) { _ in }  // fires only once rescheduled
+  /// ```
+  public static let maximumSeconds: Double = 4_294_967_296
+
+  /// Creates a timer from a delay in seconds, the way Foundation's `Timer(timeInterval:
+  /// repeats:block:)` does: it first fires `seconds` from now and, when `repeats`, every
+  /// `seconds` after that.
+  ///
+  /// Bad input, all documented and tested:
+  /// - NaN (delay or tolerance): throws ``RunLoopCore/RunLoopError/Code/invalidArgument``.
+  /// - A one-shot with a zero, negative or `-infinity` delay fires as soon as its loop runs
+  ///   in one of its modes; with `+infinity` (or more than ``maximumSeconds``) it never fires
+  ///   unless its ``fireDate`` is set later.
+  /// - A repeating timer needs a finite interval greater than zero and at most
+  ///   ``maximumSeconds``; anything else throws ``RunLoopCore/RunLoopError/Code/invalidArgument``.
+  /// - A negative tolerance counts as zero; an infinite one throws.
+  ///
+  /// ```swift
+  /// let blink = try LoopTimer(seconds: 0.5, repeats: true, tolerance: 0.05) { _ in toggle() }
+  /// ```
+  public convenience init(
+    seconds: Double, repeats: Bool = false, tolerance: Double = 0, name: String = "timer",
+    _ handler: @escaping @Sendable (LoopTimer) -> Void
+  ) throws(RunLoopError) {
+    guard !seconds.isNaN else { throw .invalidArgument("a timer's seconds cannot be NaN") }
+    guard !tolerance.isNaN, tolerance.isFinite else {
+      throw .invalidArgument("a timer's tolerance must be a finite number, not \(tolerance)")
+    }
+    let now = ContinuousClock.now
+    var interval: Duration?
+    if repeats {
+      guard seconds > 0, seconds <= Self.maximumSeconds else {
+        throw .invalidArgument(
+          "a repeating timer needs an interval in (0, \(Self.maximumSeconds)] seconds, not \(seconds)"
+        )
+      }
+      interval = .seconds(seconds)
+    }
+    let fireAt: ContinuousClock.Instant
+    if seconds <= 0 {
+      fireAt = now
+    } else if seconds > Self.maximumSeconds {
+      fireAt = now + Self.never
+    } else {
+      fireAt = now + .seconds(seconds)
+    }
+    let toleranceDuration: Duration = .seconds(min(max(tolerance, 0), Self.maximumSeconds))
+    try self.init(
+      fireAt: fireAt, every: interval, tolerance: toleranceDuration, name: name, handler)
+  }
+
+  /// How far ahead "never" is: far beyond any real deadline (about 34,800 years).
+  static let never: Duration = .seconds(Int64(1) << 40)
+
+  /// Creates a timer that fires `delay` from now (then every `interval`, when given) and
+  /// adds it to the calling thread's run loop in ``RunLoopCore/LoopMode/default`` (the
+  /// guide's `scheduledTimerWithTimeInterval:` methods).
+  ///
+  /// ```swift
+  /// let poll = try LoopTimer.scheduled(after: .milliseconds(200), every: .milliseconds(200)) { _ in
+  ///   pollDevice()
+  /// }
+  /// ```
+  ///
+  /// - Throws: what ``init(fireAt:every:tolerance:name:_:)`` and
+  ///   ``RunLoopCore/EventRunLoop/add(_:mode:)`` throw.
+  @discardableResult
+  public static func scheduled(
+    after delay: Duration, every interval: Duration? = nil, tolerance: Duration = .zero,
+    name: String = "timer", _ handler: @escaping @Sendable (LoopTimer) -> Void
+  ) throws(RunLoopError) -> LoopTimer {
+    let timer = try LoopTimer(
+      fireAt: .now + delay, every: interval, tolerance: tolerance, name: name, handler)
+    try EventRunLoop.current.add(timer, mode: .default)
+    return timer
+  }
+
+  /// The seconds-based form of ``scheduled(after:every:tolerance:name:_:)``, with the input
+  /// rules of ``init(seconds:repeats:tolerance:name:_:)``.
+  ///
+  /// ```swift
+  /// try LoopTimer.scheduled(seconds: 0.2, repeats: true) { _ in myDoFireTimer2() }
+  /// ```
+  @discardableResult
+  public static func scheduled(
+    seconds: Double, repeats: Bool = false, tolerance: Double = 0, name: String = "timer",
+    _ handler: @escaping @Sendable (LoopTimer) -> Void
+  ) throws(RunLoopError) -> LoopTimer {
+    let timer = try LoopTimer(
+      seconds: seconds, repeats: repeats, tolerance: tolerance, name: name, handler)
+    try EventRunLoop.current.add(timer, mode: .default)
+    return timer
+  }
+}

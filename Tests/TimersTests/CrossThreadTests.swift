@@ -1,0 +1,115 @@
+import Dispatch
+import RunLoopCore
+import RunLoopTimers
+import Testing
+
+@Suite("Timers changed from other threads")
+struct CrossThreadTests {
+  @Test func invalidateFromAnotherThreadStopsARepeatingTimer() throws {
+    let counter = Counter()
+    let timerBox = GuardedState<LoopTimer?>(nil)
+    let worker = RunLoopThread(name: "timer-worker") { thread in
+      let timer = try LoopTimer(fireAt: .now, every: .milliseconds(2)) { _ in
+        counter.increment()
+      }
+      timerBox.withLock { $0 = timer }
+      try thread.runLoop.add(timer, mode: .default)
+      // Returns .finished once the only timer is invalidated.
+      try thread.runLoop.run(mode: .default, timeout: .seconds(10))
+    }
+    try worker.start()
+    #expect(eventually { counter.count >= 3 })
+    let timer = try #require(timerBox.withLock { $0 })
+    timer.invalidate()
+    let atInvalidate = counter.count
+    try worker.join()
+    pause(.milliseconds(20))
+    #expect(!timer.isValid)
+    // A call-out that had already begun may complete; nothing starts after.
+    #expect(counter.count - atInvalidate <= 1)
+    timer.invalidate()  // twice: nothing happens
+    #expect(!timer.isValid)
+  }
+
+  @Test func rescheduleFromAnotherThreadWakesTheSleepingLoop() throws {
+    let fired = Counter()
+    let timerBox = GuardedState<LoopTimer?>(nil)
+    let result = GuardedState<RunResult?>(nil)
+    let worker = RunLoopThread(name: "timer-worker") { thread in
+      let timer = try LoopTimer(fireAt: .now + .seconds(3600)) { _ in
+        fired.increment()
+        EventRunLoop.current.stop()
+      }
+      try thread.runLoop.add(timer, mode: .default)
+      timerBox.withLock { $0 = timer }
+      let outcome = try thread.runLoop.run(mode: .default, timeout: .seconds(10))
+      result.withLock { $0 = outcome }
+    }
+    try worker.start()
+    #expect(eventually { timerBox.withLock { $0 } != nil })
+    pause(.milliseconds(20))  // let the loop go to sleep on the far deadline
+    let timer = try #require(timerBox.withLock { $0 })
+    timer.fireDate = .now + .milliseconds(10)
+    try worker.join()
+    #expect(fired.count == 1)
+    // Stopped by the handler, long before the ten-second timeout.
+    #expect(result.withLock { $0 } == .stopped)
+  }
+
+  @Test func addingFromAnotherThreadWakesTheSleepingLoop() throws {
+    let fired = Counter()
+    let worker = RunLoopThread(name: "timer-worker") { thread in
+      let alive = try keepAlive(thread.runLoop, mode: .default)
+      try thread.runLoop.run(mode: .default, timeout: .seconds(10))
+      alive.invalidate()
+    }
+    try worker.start()
+    pause(.milliseconds(20))
+    let timer = try LoopTimer(fireAt: .now + .milliseconds(5)) { _ in
+      fired.increment()
+      EventRunLoop.current.stop()
+    }
+    try worker.runLoop.add(timer, mode: .default)
+    try worker.join()
+    #expect(fired.count == 1)
+  }
+
+  @Test func manyThreadsSchedulingAndCancellingKeepTheHeapsConsistent() throws {
+    let fired = Counter()
+    let result = GuardedState<RunResult?>(nil)
+    let worker = RunLoopThread(name: "timer-worker") { thread in
+      let alive = try keepAlive(thread.runLoop, mode: .default)
+      let outcome = try thread.runLoop.run(mode: .default, timeout: .seconds(20))
+      result.withLock { $0 = outcome }
+      alive.invalidate()
+    }
+    try worker.start()
+    let loop = worker.runLoop
+    let kept = GuardedState(0)
+    DispatchQueue.concurrentPerform(iterations: 4) { lane in
+      for index in 0..<500 {
+        // Far enough ahead that the invalidated ones cannot fire first.
+        let due = ContinuousClock.now + .milliseconds(300) + .microseconds(index * 10)
+        let timer = try! LoopTimer(fireAt: due) { _ in
+          fired.increment()
+        }
+        try! loop.add(timer, mode: .default)
+        switch (index + lane) % 3 {
+        case 0: timer.invalidate()
+        case 1: timer.fireDate = .now + .milliseconds(1)
+        default: timer.tolerance = .microseconds(100)
+        }
+        if (index + lane) % 3 != 0 { kept.withLock { $0 += 1 } }
+      }
+    }
+    let expected = kept.withLock { $0 }
+    #expect(eventually { fired.count == expected })
+    loop.stop()
+    try worker.join()
+    #expect(heapsAreConsistent(loop))
+    #expect(fired.count == expected)
+    // Thousands of cross-thread wake-ups must not swallow the stop (a lost wake-up would
+    // leave the loop asleep until its 20-second timeout).
+    #expect(result.withLock { $0 } == .stopped)
+  }
+}

@@ -1,0 +1,104 @@
+import RunLoopCore
+import RunLoopTimers
+import Testing
+
+@Suite("Delayed performs")
+struct DelayedPerformTests {
+  @Test func delayedPerformRunsAfterItsDelayOnTheLoopThread() throws {
+    let (ran, onLoopThread, pendingAfter, requestedAt, ranAt) = try onNewThread {
+      loop -> (Int, Bool, Bool, ContinuousClock.Instant, ContinuousClock.Instant?) in
+      let counter = Counter()
+      let onThread = GuardedState(false)
+      let ranAt = GuardedState<ContinuousClock.Instant?>(nil)
+      let requestedAt = ContinuousClock.now
+      let request = loop.perform(after: .milliseconds(20), name: "later") {
+        counter.increment()
+        onThread.withLock { $0 = loop.isCurrent }
+        ranAt.withLock { $0 = .now }
+      }
+      #expect(request.isPending)
+      #expect(request.name == "later")
+      try loop.run(mode: .default, timeout: .seconds(5))
+      return (
+        counter.count, onThread.withLock { $0 }, request.isPending, requestedAt,
+        ranAt.withLock { $0 }
+      )
+    }
+    #expect(ran == 1)
+    #expect(onLoopThread)
+    #expect(!pendingAfter)
+    let when = try #require(ranAt)
+    #expect(when >= requestedAt + .milliseconds(20))
+  }
+
+  @Test func cancelledRequestNeverRuns() throws {
+    let (log, result) = try onNewThread { loop -> ([String], RunResult) in
+      let log = EventLog()
+      let first = loop.perform(after: .milliseconds(5)) { log.append("first") }
+      loop.perform(after: .milliseconds(10)) { log.append("second") }
+      first.cancel()
+      first.cancel()  // twice: nothing happens
+      let result = try loop.run(mode: .default, timeout: .seconds(5))
+      return (log.all, result)
+    }
+    #expect(log == ["second"])
+    #expect(result == .finished)
+  }
+
+  @Test func cancellingByKeyCancelsOnlyThatKeysEarlierRequests() throws {
+    let (log, cancelled) = try onNewThread { loop -> ([String], Int) in
+      let log = EventLog()
+      loop.perform(after: .milliseconds(5), key: "search") { log.append("search 1") }
+      loop.perform(after: .milliseconds(6), key: "search") { log.append("search 2") }
+      loop.perform(after: .milliseconds(7), key: "save") { log.append("save") }
+      let cancelled = loop.cancelDelayedPerforms(key: "search")
+      loop.perform(after: .milliseconds(8), key: "search") { log.append("search 3") }
+      try loop.run(mode: .default, timeout: .seconds(5))
+      return (log.all, cancelled)
+    }
+    #expect(cancelled == 2)
+    #expect(log == ["save", "search 3"])
+  }
+
+  @Test func delayedPerformRunsOnlyInItsModes() throws {
+    let (inDefault, inModal) = try onNewThread { loop -> (Int, Int) in
+      let counter = Counter()
+      let modal: LoopMode = "modal"
+      loop.perform(after: .zero, inModes: [modal]) { counter.increment() }
+      let alive = try keepAlive(loop, mode: .default)
+      try loop.run(mode: .default, timeout: .milliseconds(20))
+      let inDefault = counter.count
+      try loop.run(mode: modal, timeout: .seconds(5))
+      alive.invalidate()
+      return (inDefault, counter.count)
+    }
+    #expect(inDefault == 0)
+    #expect(inModal == 1)
+  }
+
+  @Test func performWithNoModesSchedulesNothing() throws {
+    let (pending, result) = try onNewThread { loop -> (Bool, RunResult) in
+      let request = loop.perform(after: .zero, inModes: []) { Issue.record("ran") }
+      return (request.isPending, try loop.run(mode: .default, timeout: .milliseconds(20)))
+    }
+    #expect(!pending)
+    #expect(result == .finished)
+  }
+
+  @Test func performFromAnotherThreadRunsOnTheTargetLoop() throws {
+    let ranOn = GuardedState<EventRunLoop?>(nil)
+    let worker = RunLoopThread(name: "perform-target") { thread in
+      let alive = try keepAlive(thread.runLoop, mode: .default)
+      try thread.runLoop.run(mode: .default, timeout: .seconds(10))
+      alive.invalidate()
+    }
+    try worker.start()
+    let loop = worker.runLoop
+    loop.perform(after: .milliseconds(5)) {
+      ranOn.withLock { $0 = EventRunLoop.current }
+      EventRunLoop.current.stop()
+    }
+    try worker.join()
+    #expect(ranOn.withLock { $0 } === loop)
+  }
+}

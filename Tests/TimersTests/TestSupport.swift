@@ -1,0 +1,103 @@
+import Glibc
+import RunLoopCore
+
+@testable import RunLoopTimers
+
+/// Records what a loop tells its instruments: activities and call-outs with their pass.
+final class LoopRecorder: RunLoopInstrument, @unchecked Sendable {
+  struct Callout: Sendable {
+    let name: String
+    let start: ContinuousClock.Instant
+    let dueAt: ContinuousClock.Instant?
+    let iteration: UInt64
+  }
+
+  let interests: InstrumentInterests = [.activities, .callouts]
+  private let activities = GuardedState<[LoopActivity]>([])
+  private let callouts = GuardedState<[Callout]>([])
+
+  func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
+    activities.withLock { $0.append(activity) }
+  }
+
+  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
+    guard callout.kind == .timer else { return }
+    let record = Callout(
+      name: callout.name, start: callout.start, dueAt: callout.dueAt, iteration: info.iteration)
+    callouts.withLock { $0.append(record) }
+  }
+
+  /// How many times the loop woke from a sleep.
+  var wakeUps: Int { activities.withLock { $0.filter { $0 == .afterWaiting }.count } }
+
+  var timerCallouts: [Callout] { callouts.withLock { $0 } }
+}
+
+/// A thread-safe list of strings, for recording the order of call-outs.
+final class EventLog: Sendable {
+  private let entries = GuardedState<[String]>([])
+
+  func append(_ entry: String) { entries.withLock { $0.append(entry) } }
+
+  var all: [String] { entries.withLock { $0 } }
+
+  var count: Int { entries.withLock { $0.count } }
+}
+
+/// A thread-safe counter.
+final class Counter: Sendable {
+  private let value = GuardedState(0)
+
+  @discardableResult
+  func increment() -> Int {
+    value.withLock {
+      $0 += 1
+      return $0
+    }
+  }
+
+  var count: Int { value.withLock { $0 } }
+}
+
+/// Runs `body` on a fresh thread that owns a fresh run loop, and waits for it.
+@discardableResult
+func onNewThread<T: Sendable>(
+  _ name: String = "timers-test", _ body: @escaping @Sendable (EventRunLoop) throws -> T
+) throws -> T {
+  let result = GuardedState<Result<T, any Error>?>(nil)
+  let thread = RunLoopThread(name: name) { thread in
+    let value = Result { try body(thread.runLoop) }
+    result.withLock { $0 = value }
+  }
+  try thread.start()
+  try thread.join()
+  return try result.withLock { $0! }.get()
+}
+
+/// Waits up to `seconds` for `condition`, polling; for cross-thread hand-offs.
+func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+  let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+  while ContinuousClock.now < deadline {
+    if condition() { return true }
+    usleep(1000)
+  }
+  return condition()
+}
+
+/// Sleeps the calling thread (not a run loop) for `duration`.
+func pause(_ duration: Duration) {
+  let (seconds, attoseconds) = duration.components
+  usleep(UInt32(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+}
+
+/// A timer far in the future that keeps a mode from being empty.
+func keepAlive(_ loop: EventRunLoop, mode: LoopMode) throws -> LoopTimer {
+  let timer = try LoopTimer(fireAt: .now + .seconds(3600), name: "keepAlive") { _ in }
+  try loop.add(timer, mode: mode)
+  return timer
+}
+
+/// Whether the scheduler of `loop` has well-formed heaps.
+func heapsAreConsistent(_ loop: EventRunLoop) -> Bool {
+  _TimerScheduler.of(loop).state.withLock { $0.isConsistent() }
+}
