@@ -76,14 +76,16 @@ let package = Package(
       dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
       path: "Tests/Helper"
     ),
+    // What several test targets share: starting the helper program as a real process.
+    .target(name: "RunLoopTestSupport", dependencies: ["RunLoopCore"], path: "Tests/Support"),
     .testTarget(
       name: "RunLoopCoreTests",
-      dependencies: ["RunLoopCore", "RunLoopTestHelper"],
+      dependencies: ["RunLoopCore", "RunLoopTestHelper", "RunLoopTestSupport"],
       path: "Tests/CoreTests"
     ),
     .testTarget(
       name: "RunLoopPortsTests",
-      dependencies: ["RunLoopCore", "RunLoopPorts", "RunLoopTestHelper"],
+      dependencies: ["RunLoopCore", "RunLoopPorts", "RunLoopTestHelper", "RunLoopTestSupport"],
       path: "Tests/PortsTests"
     ),
     .testTarget(

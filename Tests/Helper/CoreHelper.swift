@@ -1,0 +1,48 @@
+import Dispatch
+import Glibc
+import RunLoopCore
+
+/// `core-main-queue`: the main run loop, on the main thread, drains `DispatchQueue.main`
+/// and runs `@MainActor` jobs while it runs in a common mode, and holds them while it runs
+/// in a mode that is not common. Prints one line per event for the test to read.
+func runCoreHelper(_ arguments: [String]) -> Never {
+  switch arguments.first {
+  case "core-main-queue":
+    mainQueueScenario()
+  default:
+    print("unknown core subcommand \(arguments)")
+    exit(2)
+  }
+}
+
+private func mainQueueScenario() -> Never {
+  let loop = EventRunLoop.main
+  let seen = GuardedState<[String]>([])
+  @Sendable func note(_ line: String) {
+    seen.withLock { $0.append(line) }
+    print(line)
+  }
+  // 1. A non-common mode holds main-queue work.
+  let privateMode: LoopMode = "private"
+  do {
+    try loop.add(CustomInputSource(name: "keep-private-alive") {}, mode: privateMode)
+  } catch {
+    print("error: \(error)")
+    exit(1)
+  }
+  DispatchQueue.main.async { note("held-block") }
+  let held = (try? loop.run(mode: privateMode, timeout: .milliseconds(100))) ?? .finished
+  print("private-mode:\(held):ran=\(seen.withLock { $0.contains("held-block") })")
+
+  // 2. The default (common) mode drains it, plus blocks from other threads and the main actor.
+  DispatchQueue.global().async {
+    DispatchQueue.main.async { note("from-global") }
+  }
+  Task { @MainActor in note("main-actor") }
+  let deadline = ContinuousClock.now + .seconds(20)
+  while seen.withLock({ $0.count }) < 3 && ContinuousClock.now < deadline {
+    _ = try? loop.run(mode: .default, timeout: .milliseconds(50))
+  }
+  print("done:\(seen.withLock { $0.sorted().joined(separator: ",") })")
+  exit(0)
+}
