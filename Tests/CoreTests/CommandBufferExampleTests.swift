@@ -21,14 +21,14 @@ final class CommandSource: Sendable {
     source = CustomInputSource(
       name: "command-buffer",
       schedule: { loop, _ in coordinator.register(loop) },
-      cancel: { loop, _ in coordinator.unregister(loop) }
-    ) {
-      let batch = commands.withLock { buffer -> [Int] in
-        defer { buffer.removeAll() }
-        return buffer
-      }
-      executed.withLock { $0.append(contentsOf: batch) }
-    }
+      cancel: { loop, _ in coordinator.unregister(loop) },
+      perform: {
+        let batch = commands.withLock { buffer -> [Int] in
+          defer { buffer.removeAll() }
+          return buffer
+        }
+        executed.withLock { $0.append(contentsOf: batch) }
+      })
   }
 
   /// Listing 3-4's `addCommand:withData:` and 3-9's `fireAllCommandsOnRunLoop:`.
