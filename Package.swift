@@ -101,10 +101,19 @@ let package = Package(
       dependencies: ["RunLoopCore", "RunLoopTimers"],
       path: "Tests/TimersTests"
     ),
+    // The code of the Docs/ articles, compiled so that an article cannot show code that does
+    // not build (IntegrationTests/SnippetCheckTests ties the articles to it).
+    .target(
+      name: "DocSnippets",
+      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
+      path: "Docs/Snippets",
+      exclude: ["README.md"]
+    ),
     .testTarget(
       name: "IntegrationTests",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
+        "DocSnippets",
       ],
       path: "Tests/IntegrationTests"
     ),
