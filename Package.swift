@@ -91,14 +91,14 @@ let package = Package(
     .testTarget(
       name: "RunLoopObserversTests",
       dependencies: [
-        "RunLoopCore", "RunLoopObservers", "RunLoopJournal",
+        "RunLoopCore", "RunLoopObservers", "RunLoopJournal", "RunLoopTestSupport",
         .product(name: "MetricsTestKit", package: "swift-metrics"),
       ],
       path: "Tests/ObserversTests"
     ),
     .testTarget(
       name: "RunLoopTimersTests",
-      dependencies: ["RunLoopCore", "RunLoopTimers"],
+      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopTestSupport"],
       path: "Tests/TimersTests"
     ),
     // The code of the Docs/ articles, compiled so that an article cannot show code that does
