@@ -17,4 +17,10 @@ struct MainQueueTests {
     #expect(lines.last == "done:from-global,held-block,main-actor")
     #expect(helper.waitForExit(timeout: .seconds(30)) == 0)
   }
+
+  @Test func mainQueueBlocksDoNotRunInsideAnotherMainQueueBlock() throws {
+    let helper = try HelperProcess(["core-main-queue-nested"])
+    #expect(helper.readLine(timeout: .seconds(30)) == "order:A-start,A-end,B")
+    #expect(helper.waitForExit(timeout: .seconds(30)) == 0)
+  }
 }

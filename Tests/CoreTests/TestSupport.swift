@@ -57,4 +57,3 @@ final class Pipe: Sendable {
     return read(readEnd, &byte, 1) == 1
   }
 }
-

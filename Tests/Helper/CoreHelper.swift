@@ -9,6 +9,8 @@ func runCoreHelper(_ arguments: [String]) -> Never {
   switch arguments.first {
   case "core-main-queue":
     mainQueueScenario()
+  case "core-main-queue-nested":
+    nestedMainQueueScenario()
   default:
     print("unknown core subcommand \(arguments)")
     exit(2)
@@ -44,5 +46,24 @@ private func mainQueueScenario() -> Never {
     _ = try? loop.run(mode: .default, timeout: .milliseconds(50))
   }
   print("done:\(seen.withLock { $0.sorted().joined(separator: ",") })")
+  exit(0)
+}
+
+/// `core-main-queue-nested`: a main-queue block that runs the main loop nested does not get
+/// a later main-queue block run inside it (the main queue is serial).
+private func nestedMainQueueScenario() -> Never {
+  let loop = EventRunLoop.main
+  let order = GuardedState<[String]>([])
+  DispatchQueue.main.async {
+    order.withLock { $0.append("A-start") }
+    DispatchQueue.main.async { order.withLock { $0.append("B") } }
+    _ = try? loop.run(mode: .default, timeout: .milliseconds(100))
+    order.withLock { $0.append("A-end") }
+  }
+  let deadline = ContinuousClock.now + .seconds(10)
+  while order.withLock({ $0.count }) < 3 && ContinuousClock.now < deadline {
+    _ = try? loop.run(mode: .default, timeout: .milliseconds(50))
+  }
+  print("order:\(order.withLock { $0.joined(separator: ",") })")
   exit(0)
 }
