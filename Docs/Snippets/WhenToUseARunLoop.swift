@@ -30,6 +30,7 @@ func periodicWorkerExample() throws {
     try loop.add(refresh, mode: .default)
 
     try loop.run()  // until stopped
+    try loop.run(mode: .default, timeout: .zero)  // a last pass for anything still signalled
     refresh.invalidate()
     flush.invalidate()
   }
