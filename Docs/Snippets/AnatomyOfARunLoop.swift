@@ -23,7 +23,7 @@ func anatomyExample() throws {
     }
     loop.add(observer, mode: .default)
 
-    // Enter the loop for one second: it sleeps, wakes for the timer and the source, sleeps.
+    // Enter the loop for one second: it sleeps, wakes for each tick, and sleeps again.
     try loop.run(until: .now + .seconds(1))
     tick.invalidate()
     jobs.invalidate()
