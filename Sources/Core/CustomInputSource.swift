@@ -26,10 +26,9 @@ import Synchronization
 public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// The source's name in traces.
   public let name: String
-  /// Sources that are signalled at once run in ascending order.
+  /// Sources that are signalled at once run in ascending order (ties in the order they were
+  /// added).
   public let order: Int
-  /// Creation sequence; breaks ties of `order`.
-  public let sequence: UInt64
 
   let scheduleHandler: (@Sendable (EventRunLoop, LoopMode) -> Void)?
   let cancelHandler: (@Sendable (EventRunLoop, LoopMode) -> Void)?
@@ -73,7 +72,6 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   ) {
     self.name = name
     self.order = order
-    self.sequence = ModeScheduledSequence.next()
     self.scheduleHandler = schedule
     self.cancelHandler = cancel
     self.performHandler = perform

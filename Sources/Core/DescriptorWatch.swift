@@ -27,10 +27,9 @@ public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
   public let fileDescriptor: Int32
   /// The watch's name in traces.
   public let name: String
-  /// Ready watches run in ascending order when the loop must choose one.
+  /// Ready watches run in ascending order when the loop must choose one (ties in the order
+  /// they were added).
   public let order: Int
-  /// Creation sequence; breaks ties of `order`.
-  public let sequence: UInt64
 
   let token: UInt64
   // The kind traces give the watch's call-outs; `mainQueue` for the dispatch hook.
@@ -65,7 +64,6 @@ public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
     self.fileDescriptor = fileDescriptor
     self.name = name
     self.order = order
-    self.sequence = ModeScheduledSequence.next()
     self.token = descriptorTokenCounter.wrappingAdd(1, ordering: .relaxed).newValue
     self.handler = handler
     self.interestBits = Atomic(interest.rawValue)
@@ -79,7 +77,6 @@ public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
     self.fileDescriptor = fileDescriptor
     self.name = name
     self.order = Int.min
-    self.sequence = ModeScheduledSequence.next()
     self.token = descriptorTokenCounter.wrappingAdd(1, ordering: .relaxed).newValue
     self.handler = handler
     self.interestBits = Atomic(DescriptorEvents.readable.rawValue)

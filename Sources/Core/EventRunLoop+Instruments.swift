@@ -62,7 +62,15 @@ extension EventRunLoop {
     {
       let own = state.withLock { $0.instruments }
       let everyLoop = processInstruments.withLock { $0 }
-      let all = everyLoop + own
+      // An instrument attached both to this loop and to every loop hears each event once.
+      var all: [any RunLoopInstrument] = []
+      for instrument in everyLoop + own where !all.contains(where: { $0 === instrument }) {
+        all.append(instrument)
+      }
+      // Stable: equal orders keep the order of attachment.
+      all = all.enumerated().sorted {
+        ($0.element.notificationOrder, $0.offset) < ($1.element.notificationOrder, $1.offset)
+      }.map(\.element)
       local.instrumentCache = InstrumentCache(
         localVersion: localVersion, processVersion: processVersion, instruments: all,
         interests: all.reduce(into: []) { $0.formUnion($1.interests) })

@@ -186,9 +186,7 @@ extension EventRunLoop {
         else { continue }
         if plan.returnAfterSourceHandled {
           // Only one source per run: keep the lowest order; the others stay ready.
-          if chosen.map({ (watch.order, watch.sequence) < ($0.watch.order, $0.watch.sequence) })
-            ?? true
-          {
+          if chosen.map({ watch.order < $0.watch.order }) ?? true {
             chosen = (watch, mask)
           }
         } else {

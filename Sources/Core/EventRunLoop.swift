@@ -247,8 +247,9 @@ public final class EventRunLoop: @unchecked Sendable {
   /// CFRunLoop does when a thread's loop is finalised. This also breaks the usual cycle of a
   /// source whose closure captures its loop, so the loop and its descriptors are released.
   func threadDidExit() {
-    let (abandoned, sources) = state.withLock {
-      state -> (Deque<PerformRequest>, [(CustomInputSource, LoopMode)]) in
+    let (abandoned, sources, instruments) = state.withLock {
+      state -> (Deque<PerformRequest>, [(CustomInputSource, LoopMode)], [any RunLoopInstrument])
+      in
       state.threadExited = true
       let abandoned = state.performQueue
       state.performQueue.removeAll()
@@ -266,13 +267,20 @@ public final class EventRunLoop: @unchecked Sendable {
         unregister(watch, state: &state)
       }
       state.providers.removeAll()
+      let instruments = state.instruments
       state.instruments.removeAll()
-      return (abandoned, sources)
+      return (abandoned, sources, instruments)
     }
     instrumentsVersion.wrappingAdd(1, ordering: .releasing)
     local.instrumentCache = InstrumentCache()
     for request in abandoned { request.abandon() }
     for (source, mode) in sources { source.cancelHandler?(self, mode) }
+    for instrument in instruments { noteInstrumentRemoved(instrument) }
+    let everyLoop = processInstruments.withLock { $0 }
+    for instrument in instruments { instrument.runLoopThreadDidExit(self) }
+    for instrument in everyLoop where !instruments.contains(where: { $0 === instrument }) {
+      instrument.runLoopThreadDidExit(self)
+    }
   }
 }
 

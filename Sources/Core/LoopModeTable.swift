@@ -1,24 +1,21 @@
-import Synchronization
-
 /// An item a run loop schedules in modes and runs in `order` (sources, descriptor watches,
 /// observers).
 ///
 /// ```swift
 /// final class Item: ModeScheduledItem {
 ///   let order = 0
-///   let sequence = ModeScheduledSequence.next()
 /// }
 /// ```
 public protocol ModeScheduledItem: AnyObject, Sendable {
-  /// Lower orders run first.
+  /// Lower orders run first; equal orders run in the order the items were added.
   var order: Int { get }
-  /// Breaks ties of `order`: items of equal order run in the order they were created.
-  var sequence: UInt64 { get }
 }
 
 /// Which items are in which modes of one loop, with the common-modes rule applied: an item
 /// kept under ``LoopMode/common`` belongs to every mode in the loop's common-modes set.
 ///
+/// Items of equal `order` keep the order in which they were inserted (across modes, so a
+/// mode's own items and its common items interleave by insertion too).
 /// The loop keeps one table per kind of item; the Observers module keeps one for observers.
 /// The table is a plain value: guard it with the lock that guards the loop's other state.
 ///
@@ -28,8 +25,14 @@ public protocol ModeScheduledItem: AnyObject, Sendable {
 /// let running = table.resolved(for: .default, commonModes: [.default])  // [item]
 /// ```
 public struct LoopModeTable<Item: ModeScheduledItem> {
-  private var byMode: [LoopMode: [Item]] = [:]
+  private struct Entry {
+    let item: Item
+    let stamp: UInt64
+  }
+
+  private var byMode: [LoopMode: [Entry]] = [:]
   private var resolvedCache: [LoopMode: [Item]] = [:]
+  private var nextStamp: UInt64 = 0
 
   /// Creates an empty table.
   public init() {}
@@ -44,12 +47,14 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// already there.
   @discardableResult
   public mutating func insert(_ item: Item, in mode: LoopMode) -> Bool {
-    var items = byMode[mode, default: []]
-    if items.contains(where: { $0 === item }) { return false }
-    let position =
-      items.firstIndex { ($0.order, $0.sequence) > (item.order, item.sequence) } ?? items.endIndex
-    items.insert(item, at: position)
-    byMode[mode] = items
+    var entries = byMode[mode, default: []]
+    if entries.contains(where: { $0.item === item }) { return false }
+    nextStamp &+= 1
+    let entry = Entry(item: item, stamp: nextStamp)
+    // Stamps only grow, so the new entry goes after every entry of the same order.
+    let position = entries.firstIndex { $0.item.order > item.order } ?? entries.endIndex
+    entries.insert(entry, at: position)
+    byMode[mode] = entries
     resolvedCache.removeAll(keepingCapacity: true)
     return true
   }
@@ -57,42 +62,45 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// Removes `item` from `mode`; returns `false` when it was not there.
   @discardableResult
   public mutating func remove(_ item: Item, from mode: LoopMode) -> Bool {
-    guard var items = byMode[mode], let index = items.firstIndex(where: { $0 === item }) else {
+    guard var entries = byMode[mode], let index = entries.firstIndex(where: { $0.item === item })
+    else {
       return false
     }
-    items.remove(at: index)
-    byMode[mode] = items.isEmpty ? nil : items
+    entries.remove(at: index)
+    byMode[mode] = entries.isEmpty ? nil : entries
     resolvedCache.removeAll(keepingCapacity: true)
     return true
   }
 
   /// Whether `item` was added to exactly `mode` (not through ``LoopMode/common``).
   public func contains(_ item: Item, in mode: LoopMode) -> Bool {
-    byMode[mode]?.contains { $0 === item } ?? false
+    byMode[mode]?.contains { $0.item === item } ?? false
   }
 
   /// The modes (possibly including ``LoopMode/common``) that `item` was added to.
   public func modes(of item: Item) -> [LoopMode] {
-    byMode.compactMap { mode, items in items.contains { $0 === item } ? mode : nil }
+    byMode.compactMap { mode, entries in entries.contains { $0.item === item } ? mode : nil }
   }
 
-  /// The items added directly to `mode` (or to ``LoopMode/common`` when `mode` is `.common`).
+  /// The items added directly to `mode` (or to ``LoopMode/common`` when `mode` is `.common`),
+  /// in run order.
   public func items(in mode: LoopMode) -> [Item] {
-    byMode[mode] ?? []
+    byMode[mode]?.map(\.item) ?? []
   }
 
   /// The items that take part in a run in `mode`: those added to it and, when it is a common
-  /// mode, those added to ``LoopMode/common``, in ascending order (ties in creation order),
+  /// mode, those added to ``LoopMode/common``, in ascending order (ties in insertion order),
   /// each once. Cached until the table changes or ``commonModesDidChange()`` is called.
   public mutating func resolved(for mode: LoopMode, commonModes: Set<LoopMode>) -> [Item] {
     if let cached = resolvedCache[mode] { return cached }
-    var result = byMode[mode] ?? []
+    var entries = byMode[mode] ?? []
     if commonModes.contains(mode), let common = byMode[.common] {
-      for item in common where !result.contains(where: { $0 === item }) {
-        result.append(item)
+      for entry in common where !entries.contains(where: { $0.item === entry.item }) {
+        entries.append(entry)
       }
-      result.sort { ($0.order, $0.sequence) < ($1.order, $1.sequence) }
+      entries.sort { ($0.item.order, $0.stamp) < ($1.item.order, $1.stamp) }
     }
+    let result = entries.map(\.item)
     resolvedCache[mode] = result
     return result
   }
@@ -106,17 +114,5 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// Drops cached resolutions; call it when the loop's common-modes set changes.
   public mutating func commonModesDidChange() {
     resolvedCache.removeAll(keepingCapacity: true)
-  }
-}
-
-/// The counter that gives every ``ModeScheduledItem`` its creation sequence number.
-///
-/// ```swift
-/// let sequence = ModeScheduledSequence.next()
-/// ```
-public enum ModeScheduledSequence {
-  /// The next number, unique in the process, increasing.
-  public static func next() -> UInt64 {
-    scheduledItemCounter.wrappingAdd(1, ordering: .relaxed).newValue
   }
 }

@@ -19,6 +19,17 @@ public protocol RunLoopInstrument: AnyObject, Sendable {
   /// What the instrument wants to hear about. Read when the instrument is added.
   var interests: InstrumentInterests { get }
 
+  /// Instruments with a lower order hear each event first; equal orders hear it in the order
+  /// they were attached. Recorders (tracers, metrics) keep the default, 0, so that they record
+  /// an activity before the observer registry (which runs user code, and uses a higher
+  /// order) reacts to it.
+  var notificationOrder: Int { get }
+
+  /// The loop's thread exited: the loop has detached the instrument. A chance to drop
+  /// whatever the instrument keeps for that loop. Called on the exiting thread, with no
+  /// lock held.
+  func runLoopThreadDidExit(_ loop: EventRunLoop)
+
   /// The loop reached one of the six activities of the sequence of events.
   func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo)
 
@@ -32,6 +43,12 @@ public protocol RunLoopInstrument: AnyObject, Sendable {
 }
 
 extension RunLoopInstrument {
+  /// 0: recorders hear events before observers react to them.
+  public var notificationOrder: Int { 0 }
+
+  /// Does nothing: an instrument that keeps no per-loop state need not implement it.
+  public func runLoopThreadDidExit(_ loop: EventRunLoop) {}
+
   /// Does nothing: an instrument that does not want activities need not implement it.
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
   }

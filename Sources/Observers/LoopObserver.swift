@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// An observer watches any set of the six ``LoopActivity`` values, repeats or fires once
 /// (a one-shot observer invalidates itself after its first call), and runs in ascending
-/// ``order`` with the other observers of the same notification (ties in creation order).
+/// ``order`` with the other observers of the same notification (ties in the order they were added).
 /// Add it to a loop in one or more modes, including ``LoopMode/common``, with
 /// ``RunLoopCore/EventRunLoop/add(_:mode:)``.
 ///
@@ -39,12 +39,6 @@ public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
   /// let order = observer.order
   /// ```
   public let order: Int
-  /// Creation sequence; breaks ties of ``order``.
-  ///
-  /// ```swift
-  /// let sequence = observer.sequence
-  /// ```
-  public let sequence: UInt64
   /// The observer's name in traces (its call-outs are of kind `observer`).
   ///
   /// ```swift
@@ -81,7 +75,6 @@ public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
     self.repeats = repeats
     self.order = order
     self.name = name
-    self.sequence = ModeScheduledSequence.next()
     self.handler = handler
   }
 

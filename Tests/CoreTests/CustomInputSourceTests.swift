@@ -90,7 +90,7 @@ struct CustomInputSourceTests {
     #expect(results.withLock { $0 } == [.handledSource, .handledSource])
   }
 
-  @Test func sourcesInOneLoopRunInAscendingOrderWithTiesInCreationOrder() throws {
+  @Test func sourcesInOneLoopRunInAscendingOrderWithTiesInInsertionOrder() throws {
     let log = try onNewThread { loop -> [String] in
       let recorder = Recorder()
       let sources = [("c", 2), ("a", 0), ("b1", 1), ("b2", 1)].map { name, order in
@@ -101,7 +101,8 @@ struct CustomInputSourceTests {
       try loop.run(mode: .default, timeout: .zero)
       return recorder.log
     }
-    #expect(log == ["a", "b1", "b2", "c"])
+    // Added in reverse: b2 went in before b1.
+    #expect(log == ["a", "b2", "b1", "c"])
   }
 
   @Test func addingAndRemovingFromAnotherThreadWhileTheLoopRunsIsSafe() throws {

@@ -102,3 +102,67 @@ struct IdleAndDescriptorTests {
     #expect(events == ["writable"])
   }
 }
+
+/// Records the order in which it hears activities into a shared log.
+private final class OrderedInstrument: RunLoopInstrument, @unchecked Sendable {
+  let name: String
+  let notificationOrder: Int
+  let log: Recorder
+  var interests: InstrumentInterests { .activities }
+
+  init(_ name: String, order: Int, log: Recorder) {
+    self.name = name
+    self.notificationOrder = order
+    self.log = log
+  }
+
+  func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
+    if activity == .entry { log.mark(name) }
+  }
+}
+
+@Suite("Instruments")
+struct InstrumentTests {
+  @Test func instrumentsHearEventsByNotificationOrderThenAttachmentOrder() throws {
+    let log = try onNewThread { loop -> [String] in
+      let log = Recorder()
+      try loop.add(CustomInputSource {}, mode: .default)
+      loop.addInstrument(OrderedInstrument("late", order: 10, log: log))
+      loop.addInstrument(OrderedInstrument("first", order: 0, log: log))
+      loop.addInstrument(OrderedInstrument("second", order: 0, log: log))
+      try loop.run(mode: .default, timeout: .zero)
+      return log.log
+    }
+    #expect(log == ["first", "second", "late"])
+  }
+
+  @Test func instrumentAttachedToTheLoopAndToEveryLoopHearsEachEventOnce() throws {
+    let counter = EntryCounter()
+    EventRunLoop.addProcessInstrument(counter)
+    defer { EventRunLoop.removeProcessInstrument(counter) }
+    let entries = try onNewThread { loop -> Int in
+      try loop.add(CustomInputSource {}, mode: .default)
+      loop.addInstrument(counter)
+      counter.watch(loop)
+      try loop.run(mode: .default, timeout: .zero)
+      return counter.count
+    }
+    #expect(entries == 1)
+  }
+}
+
+/// Counts `entry` activities of one loop (other tests' loops run at the same time and reach
+/// process-wide instruments too).
+private final class EntryCounter: RunLoopInstrument, @unchecked Sendable {
+  private let state = GuardedState<(loopID: UInt64?, count: Int)>((nil, 0))
+  var interests: InstrumentInterests { .activities }
+
+  func watch(_ loop: EventRunLoop) { state.withLock { $0.loopID = loop.id } }
+
+  var count: Int { state.withLock { $0.count } }
+
+  func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
+    guard activity == .entry else { return }
+    state.withLock { if $0.loopID == info.loopID { $0.count += 1 } }
+  }
+}
