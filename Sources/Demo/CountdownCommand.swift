@@ -1,0 +1,4 @@
+import ArgumentParser
+struct CountdownCommand: ParsableCommand {
+  func run() throws {}
+}

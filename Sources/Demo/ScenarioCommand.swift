@@ -1,0 +1,4 @@
+import ArgumentParser
+struct ScenarioCommand: ParsableCommand {
+  func run() throws {}
+}

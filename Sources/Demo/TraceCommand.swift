@@ -1,0 +1,4 @@
+import ArgumentParser
+struct TraceCommand: ParsableCommand {
+  func run() throws {}
+}
