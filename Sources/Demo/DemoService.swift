@@ -162,7 +162,7 @@ final class DemoService: @unchecked Sendable {
       if let port {
         try? port.send(msgid: DemoJob.MessageID.quit, before: deadline)
       } else {
-        worker.thread.runLoop.perform(name: "quit") { worker.thread.runLoop.stop() }
+        worker.requestQuit()
       }
     }
     var joinFailures = 0

@@ -66,6 +66,14 @@ final class DemoWorker: @unchecked Sendable {
   /// The worker's custom source, once made.
   let sourceBox = GuardedState<CustomInputSource?>(nil)
 
+  /// Asks the worker to finish from any thread, without its port (for a worker that has not
+  /// checked in): the flag ends its run loop's `while`, the perform ends the current run.
+  func requestQuit() {
+    quit.store(true, ordering: .releasing)
+    let loop = thread.runLoop
+    loop.perform(name: "quit") { loop.stop() }
+  }
+
   /// Queues `job` in the command buffer and signals the source (Listing 3-9's fireCommand).
   func enqueueCommand(_ job: DemoJob) {
     commands.withLock { $0.append(job) }
