@@ -107,7 +107,7 @@ let package = Package(
     // Runs the built runloop-demo binary as a child process (depends on it so it is built).
     .testTarget(
       name: "DemoTests",
-      dependencies: ["RunLoopDemo", "RunLoopObservers"],
+      dependencies: ["RunLoopDemo", "RunLoopCore", "RunLoopObservers"],
       path: "Tests/DemoTests"
     ),
   ],

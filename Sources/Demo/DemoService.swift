@@ -96,7 +96,8 @@ final class DemoService: @unchecked Sendable {
 
     say(
       "runloop-demo: run id \(tracer.runID), pid \(getpid()), \(options.workers) workers, "
-        + (options.duration.map { "for \(DurationArgument($0).seconds) s" } ?? "until SIGTERM/SIGINT"))
+        + (options.duration.map { "for \(DurationArgument($0).seconds) s" }
+          ?? "until SIGTERM/SIGINT"))
     say("  JSON log: \(options.jsonLogPath)")
     if journal != nil {
       say("  journald: journalctl -t \(options.identifier) RUNLOOP_RUN=\(tracer.runID)")
@@ -218,7 +219,9 @@ final class DemoService: @unchecked Sendable {
   private func becameReady() {
     state.withLock { $0.ready = true }
     let told = notifier.notify("READY=1\nSTATUS=\(options.workers) workers checked in")
-    say("\(stamp()) all \(options.workers) workers checked in" + (told ? "; told systemd READY=1" : ""))
+    say(
+      "\(stamp()) all \(options.workers) workers checked in"
+        + (told ? "; told systemd READY=1" : ""))
   }
 
   private func heartbeatFired() {
@@ -271,7 +274,8 @@ final class DemoService: @unchecked Sendable {
     let (size, started) = state.withLock { ($0.burstSize, $0.burstStarted) }
     guard let started else { return }
     let elapsed = ContinuousClock.now - started
-    say("\(stamp()) debounce: burst of \(size) jobs settled \(milliseconds(elapsed)) after it began")
+    say(
+      "\(stamp()) debounce: burst of \(size) jobs settled \(milliseconds(elapsed)) after it began")
   }
 
   private func progressRan() {

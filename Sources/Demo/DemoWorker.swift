@@ -41,15 +41,15 @@ final class DemoWorker: @unchecked Sendable {
           service.register(worker: self, mode: mode)
         }
       },
-      cancel: { _, _ in }
-    ) { [self] in
-      // Listing 3-5: drain the command buffer, then process each command outside the lock.
-      let jobs = commands.withLock { buffer -> [DemoJob] in
-        defer { buffer.removeAll() }
-        return buffer
-      }
-      for job in jobs { self.run(job, service: service) }
-    }
+      cancel: { _, _ in },
+      perform: { [self] in
+        // Listing 3-5: drain the command buffer, then run each command outside the lock.
+        let jobs = commands.withLock { buffer -> [DemoJob] in
+          defer { buffer.removeAll() }
+          return buffer
+        }
+        for job in jobs { self.run(job, service: service) }
+      })
     sourceBox.withLock { $0 = source }
     try loop.add(source, mode: .default)
     // Listing 3-14: check in with the main thread, giving it our port for replies.

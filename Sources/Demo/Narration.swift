@@ -17,7 +17,8 @@ final class Narration: @unchecked Sendable {
   func event(_ text: String) {
     let elapsed = ContinuousClock.now - started
     let thread = RunLoopThread.current?.name ?? "main"
-    StandardStreams.out("    \(milliseconds(elapsed).leftPadded(to: 9, with: " "))  \(thread): \(text)")
+    StandardStreams.out(
+      "    \(milliseconds(elapsed).leftPadded(to: 9, with: " "))  \(thread): \(text)")
   }
 
   /// Records whether `condition` holds, printing `claim` with a check mark or a cross.

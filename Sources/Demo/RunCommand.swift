@@ -38,7 +38,9 @@ struct RunCommand: ParsableCommand {
       valueName: "duration"))
   var duration: DurationArgument?
 
-  @Option(name: .customLong("json-log"), help: ArgumentHelp("Where to write the JSON Lines trace.", valueName: "path"))
+  @Option(
+    name: .customLong("json-log"),
+    help: ArgumentHelp("Where to write the JSON Lines trace.", valueName: "path"))
   var jsonLog: String = "runloop-demo.jsonl"
 
   @Flag(name: .customLong("no-journal"), help: "Do not send the trace to journald.")

@@ -56,7 +56,8 @@ struct ScenarioCommand: ParsableCommand {
       StandardStreams.out("")
     }
     guard failed.isEmpty else {
-      throw DemoError("\(failed.count) claim(s) did not hold:\n  " + failed.joined(separator: "\n  "))
+      throw DemoError(
+        "\(failed.count) claim(s) did not hold:\n  " + failed.joined(separator: "\n  "))
     }
   }
 }

@@ -34,7 +34,9 @@ extension Scenarios {
     narration.say("and a one-shot timer due in 60 ms; the run ends when the mode is empty.")
     let result = try loop.run(mode: mode, timeout: .seconds(2))
     let order = seen.withLock { $0 }
-    narration.expect(order.first == "entry" && order.last == "exit", "the run began with entry and ended with exit")
+    narration.expect(
+      order.first == "entry" && order.last == "exit", "the run began with entry and ended with exit"
+    )
     let sleepIndex = order.firstIndex(of: "beforeWaiting")
     narration.expect(
       sleepIndex.map { order.count > $0 + 1 && order[$0 + 1] == "afterWaiting" } ?? false,
@@ -143,7 +145,8 @@ extension Scenarios {
       let before = backgroundFires.withLock { $0.count }
       _ = try? loop.run(mode: modal, timeout: .milliseconds(150))
       let after = backgroundFires.withLock { $0.count }
-      narration.expect(after == before, "'background' (default mode) did not fire during the nested run")
+      narration.expect(
+        after == before, "'background' (default mode) did not fire during the nested run")
     }
     try loop.add(outer, mode: .default)
     defer {

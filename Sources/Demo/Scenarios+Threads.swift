@@ -60,7 +60,8 @@ extension Scenarios {
       refused = (error as? RunLoopError)?.code == .queueFull
       narration.event("third send: \(error)")
     }
-    narration.expect(refused, "the third send waited 50 ms for room, then failed: nothing is dropped silently")
+    narration.expect(
+      refused, "the third send waited 50 ms for room, then failed: nothing is dropped silently")
     let told = Atomic<Bool>(false)
     small.onInvalidation { _ in told.store(true, ordering: .relaxed) }
     small.invalidate()
@@ -71,7 +72,8 @@ extension Scenarios {
   }
 
   static let checkIn = Scenario(
-    name: "check-in", title: "The check-in protocol: a new thread sends its port to the main thread",
+    name: "check-in",
+    title: "The check-in protocol: a new thread sends its port to the main thread",
     guide: "Run Loops > Configuring an NSMachPort Object, Listings 3-12 to 3-14"
   ) { narration in
     let loop = EventRunLoop.current
@@ -137,11 +139,14 @@ extension Scenarios {
       return
     }
     narration.say("3. With the worker's port, the main thread sends work and waits for the result:")
-    try port.send(msgid: ID.work, components: [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]], receivePort: mainPort, before: .now + .seconds(1))
+    try port.send(
+      msgid: ID.work, components: [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]], receivePort: mainPort,
+      before: .now + .seconds(1))
     while results.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline {
       _ = try loop.run(mode: .default, timeout: .milliseconds(50), returnAfterSourceHandled: true)
     }
-    narration.expect(results.withLock { $0 } == ["sum = 55"], "the worker's result came back on the main port")
+    narration.expect(
+      results.withLock { $0 } == ["sum = 55"], "the worker's result came back on the main port")
     narration.say("4. The main thread asks the worker to exit and joins it:")
     try port.send(msgid: ID.exit, before: .now + .seconds(1))
     try worker.join()
@@ -152,7 +157,8 @@ extension Scenarios {
   static let threadsAndExit = Scenario(
     name: "threads-exit",
     title: "Threads own run loops; a loop with nothing to do exits; joining and failures",
-    guide: "Thread Management > Creating a Thread, Terminating a Thread; Run Loops > Exiting the Run Loop"
+    guide:
+      "Thread Management > Creating a Thread, Terminating a Thread; Run Loops > Exiting the Run Loop"
   ) { narration in
     narration.say("1. A thread whose loop has no sources: run() returns at once.")
     let quick = RunLoopThread(name: "no-sources") { thread in
@@ -163,7 +169,8 @@ extension Scenarios {
     try quick.start()
     try quick.join()
     let stored = quick.withThreadDictionary { $0["result"] as? String }
-    narration.expect(stored == "finished", "the loop finished with nothing to watch, and the thread ended")
+    narration.expect(
+      stored == "finished", "the loop finished with nothing to watch, and the thread ended")
 
     narration.say("2. A thread with a source runs until stopped from another thread:")
     let passes = Atomic<Int>(0)
@@ -175,12 +182,15 @@ extension Scenarios {
     }
     try busy.start()
     usleep(50_000)
-    narration.expect(busy.state == .executing, "after 50 ms it is still running (sleeping in its loop)")
+    narration.expect(
+      busy.state == .executing, "after 50 ms it is still running (sleeping in its loop)")
     busy.runLoop.perform(name: "stop") { busy.runLoop.stop() }
     try busy.join()
-    narration.expect(passes.load(ordering: .relaxed) == 1, "stop() ended its run, and join() returned")
+    narration.expect(
+      passes.load(ordering: .relaxed) == 1, "stop() ended its run, and join() returned")
 
-    narration.say("3. A request for a loop whose thread has exited is abandoned, not lost silently:")
+    narration.say(
+      "3. A request for a loop whose thread has exited is abandoned, not lost silently:")
     let request = busy.runLoop.perform(name: "too-late") {}
     narration.expect(request.state == .abandoned, "its state is '\(request.state)'")
 

@@ -20,7 +20,8 @@ extension Scenarios {
         list.append(offset)
         return list.count
       }
-      narration.event("fire \(count) at \(one(offset)) ms" + (count == 3 ? ", then works 70 ms" : ""))
+      narration.event(
+        "fire \(count) at \(one(offset)) ms" + (count == 3 ? ", then works 70 ms" : ""))
       if count == 3 { usleep(70_000) }
       if count == 6 { timer.invalidate() }
     }
@@ -55,7 +56,8 @@ extension Scenarios {
         list.append(offset)
         return list.count
       }
-      narration.event("fire \(count) at \(one(offset)) ms" + (count == 2 ? ", then works 180 ms" : ""))
+      narration.event(
+        "fire \(count) at \(one(offset)) ms" + (count == 2 ? ", then works 180 ms" : ""))
       if count == 2 { usleep(180_000) }
     }
     try loop.add(timer, mode: .default)

@@ -55,10 +55,12 @@ enum Scenarios {
     _ = try loop.run(mode: tracking, timeout: .milliseconds(200))
     let count = fires.load(ordering: .relaxed)
     narration.expect(
-      count >= 2, "in 'tracking' it fired \(count) times (the overdue fire first, then on its grid)")
+      count >= 2, "in 'tracking' it fired \(count) times (the overdue fire first, then on its grid)"
+    )
     narration.say("Run in a mode that has nothing in it:")
     let empty = try loop.run(mode: LoopMode("empty"), timeout: .seconds(5))
-    narration.expect(empty == .finished, "a mode with no sources or timers returns '\(empty)' at once")
+    narration.expect(
+      empty == .finished, "a mode with no sources or timers returns '\(empty)' at once")
   }
 
   static let commonModes = Scenario(
@@ -88,7 +90,8 @@ enum Scenarios {
       defaultOnly.invalidate()
     }
     narration.say("'drag' is made a common mode. Timer 'in-common' is added to .common,")
-    narration.say("timer 'default-only' to .default. Run 150 ms in 'default', then 150 ms in 'drag'.")
+    narration.say(
+      "timer 'default-only' to .default. Run 150 ms in 'default', then 150 ms in 'drag'.")
     narration.say("common modes of this loop: \(loop.commonModes.map(\.name).sorted())")
     _ = try loop.run(mode: .default, timeout: .milliseconds(150))
     let idle = keepAlive("idle")

@@ -10,7 +10,10 @@ enum SummaryTable {
   }
 
   static func render(_ rows: [Row]) -> String {
-    let header = ["loop", "thread", "iterations", "asleep", "call-outs", "timer lateness p50/p99/max", "journald drops"]
+    let header = [
+      "loop", "thread", "iterations", "asleep", "call-outs", "timer lateness p50/p99/max",
+      "journald drops",
+    ]
     var table: [[String]] = [header]
     for row in rows {
       guard let snapshot = row.snapshot else {
@@ -35,7 +38,8 @@ enum SummaryTable {
     }
     return table.map { line in
       line.enumerated().map { index, cell in
-        index < 2 ? cell.padding(toLength: widths[index]) : cell.leftPadded(to: widths[index], with: " ")
+        index < 2
+          ? cell.padding(toLength: widths[index]) : cell.leftPadded(to: widths[index], with: " ")
       }.joined(separator: "  ")
     }.joined(separator: "\n")
   }

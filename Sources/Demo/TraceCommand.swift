@@ -27,7 +27,9 @@ struct TraceCommand: ParsableCommand {
     guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
       throw DemoError("cannot read '\(path)': no such file")
     }
-    guard !isDirectory.boolValue else { throw DemoError("cannot read '\(path)': it is a directory") }
+    guard !isDirectory.boolValue else {
+      throw DemoError("cannot read '\(path)': it is a directory")
+    }
     guard FileManager.default.isReadableFile(atPath: path) else {
       throw DemoError("cannot read '\(path)': permission denied")
     }
@@ -80,7 +82,8 @@ struct TraceCommand: ParsableCommand {
       let records = try TraceCommand.records(at: file)
       let runs = Set(records.map(\.run))
       StandardStreams.out(
-        "\(records.count) records, run id\(runs.count == 1 ? "" : "s") \(runs.sorted().joined(separator: ", "))")
+        "\(records.count) records, run id\(runs.count == 1 ? "" : "s") \(runs.sorted().joined(separator: ", "))"
+      )
       StandardStreams.write(1, TraceSummary(records: records, top: top).text)
     }
   }
@@ -92,7 +95,8 @@ struct TraceCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The JSON log.", valueName: "file"))
     var file: String
 
-    @Option(name: .long, help: ArgumentHelp("Where to write the Chrome trace.", valueName: "out.json"))
+    @Option(
+      name: .long, help: ArgumentHelp("Where to write the Chrome trace.", valueName: "out.json"))
     var chrome: String
 
     func run() throws {
@@ -110,7 +114,8 @@ struct TraceCommand: ParsableCommand {
 
   struct Timeline: ParsableCommand {
     static let configuration = CommandConfiguration(
-      abstract: "Draw an SVG timeline: a row per thread, blue asleep, grey awake, orange in call-outs.")
+      abstract:
+        "Draw an SVG timeline: a row per thread, blue asleep, grey awake, orange in call-outs.")
 
     @Argument(help: ArgumentHelp("The JSON log.", valueName: "file"))
     var file: String
