@@ -15,7 +15,7 @@ struct DemoCommand: ParsableCommand {
       Start here:
         runloop-demo run --duration 5        a service with 2 worker threads, traced
         runloop-demo scenario --list         the guide's concepts, one short run each
-        runloop-demo countdown 10            the workbook's timer mission (p/r/q keys)
+        runloop-demo countdown 10            the workbook's timer mission
         runloop-demo trace summary runloop-demo.jsonl
 
       Every loop of `run` is traced: one JSON object per activity, call-out and sleep in \

@@ -57,7 +57,7 @@ final class DemoWorker: @unchecked Sendable {
       msgid: DemoJob.MessageID.checkIn, components: [Array(name.utf8)], receivePort: port,
       before: .now + .seconds(2))
     while !quit.load(ordering: .acquiring) {
-      try loop.run(mode: .default, timeout: .seconds(1))
+      try loop.run(mode: .default, timeout: nil)
     }
     source.invalidate()
     port.invalidate()
