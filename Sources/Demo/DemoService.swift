@@ -366,14 +366,3 @@ final class DemoService: @unchecked Sendable {
     StandardStreams.out(text)
   }
 }
-
-func milliseconds(_ duration: Duration) -> String {
-  let value = DurationArgument(duration).seconds * 1000
-  return "\((value * 10).rounded() / 10) ms"
-}
-
-extension String {
-  func leftPadded(to width: Int, with pad: Character) -> String {
-    count >= width ? self : String(repeating: pad, count: width - count) + self
-  }
-}

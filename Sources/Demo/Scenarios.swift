@@ -158,10 +158,3 @@ enum Scenarios {
     narration.expect(worker.state == .finished, "the worker thread finished")
   }
 }
-
-extension String {
-  func replacingFirst(_ target: Character, with replacement: String) -> String {
-    guard let index = firstIndex(of: target) else { return self }
-    return String(self[..<index]) + replacement + String(self[self.index(after: index)...])
-  }
-}

@@ -48,9 +48,3 @@ enum SummaryTable {
     "\((Double(nanoseconds) / 1e4).rounded() / 100)"
   }
 }
-
-extension String {
-  func padding(toLength width: Int) -> String {
-    count >= width ? self : self + String(repeating: " ", count: width - count)
-  }
-}

@@ -161,6 +161,10 @@ struct LogCheck {
     records = try TraceLog.read(contentsOf: path)
   }
 
+  init(records: [TraceRecord]) {
+    self.records = records
+  }
+
   /// Problems found; empty when the log is complete.
   func problems() -> [String] {
     var problems: [String] = []

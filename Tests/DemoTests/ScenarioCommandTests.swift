@@ -24,4 +24,11 @@ struct ScenarioCommandTests {
     #expect(result.stdout.contains("✓"))
     #expect(!result.stdout.contains("✗"), "\(result.stdout)")
   }
+
+  @Test func allScenariosInOneProcessLeaveNothingBehindForTheNext() throws {
+    let result = try runDemo(["scenario", "all"], timeout: .seconds(30))
+    #expect(result.exitedNormally && result.status == 0, "\(result.stdout)\n\(result.stderr)")
+    #expect(result.stdout.components(separatedBy: "\n== ").count == Self.names.count)
+    #expect(!result.stdout.contains("✗"))
+  }
 }
