@@ -73,7 +73,10 @@ extension Scenarios {
         narration.event("ran on the main thread's loop")
       }
     }
-    _ = try loop.run(mode: .default, timeout: .milliseconds(150))
+    let deadline = ContinuousClock.now + .seconds(2)
+    while !ranOnMain.load(ordering: .relaxed) && ContinuousClock.now < deadline {
+      _ = try loop.run(mode: .default, timeout: .milliseconds(50), returnAfterSourceHandled: true)
+    }
     narration.expect(ranOnMain.load(ordering: .relaxed), "the closure ran on the main thread")
 
     narration.say("2. The main thread runs a closure on the worker and waits for it:")
@@ -101,13 +104,17 @@ extension Scenarios {
     for text in ["r", "ru", "run"] {
       let cancelled = loop.cancelDelayedPerforms(key: "search")
       narration.event("typed '\(text)': cancelled \(cancelled) pending search")
-      loop.perform(after: .milliseconds(80), inModes: [.default], key: "search", name: "search") {
+      loop.perform(after: .milliseconds(300), inModes: [.default], key: "search", name: "search") {
         searches.withLock { $0.append(text) }
         narration.event("search for '\(text)'")
       }
       _ = try loop.run(mode: .default, timeout: .milliseconds(20))
     }
-    _ = try loop.run(mode: .default, timeout: .milliseconds(200))
+    let searchDeadline = ContinuousClock.now + .seconds(2)
+    while searches.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline {
+      _ = try loop.run(mode: .default, timeout: .milliseconds(50))
+    }
+    _ = try loop.run(mode: .default, timeout: .milliseconds(50))
     narration.expect(searches.withLock { $0 } == ["run"], "only the last search ran")
     worker.runLoop.perform { worker.runLoop.stop() }
     try worker.join()

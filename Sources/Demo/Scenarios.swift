@@ -132,13 +132,21 @@ enum Scenarios {
       narration.event("perform: drained \(commands.count) commands \(commands)")
       handled.withLock { $0 += commands }
     }
+    let asleep = Atomic<Bool>(false)
+    let sleepWatch = LoopObserver(activities: .beforeWaiting, name: "asleep") { _, _ in
+      asleep.store(true, ordering: .releasing)
+    }
     let worker = RunLoopThread(name: "worker") { thread in
+      thread.runLoop.add(sleepWatch, mode: .default)
       try thread.runLoop.add(source, mode: .default)
       try thread.runLoop.run()
     }
     narration.say("A worker thread adds the source to its loop and runs it.")
     try worker.start()
-    usleep(100_000)
+    // Wait until the worker's loop has gone to sleep, so the next signal finds it asleep.
+    let asleepBy = ContinuousClock.now + .seconds(2)
+    while !asleep.load(ordering: .acquiring) && ContinuousClock.now < asleepBy { usleep(2_000) }
+    sleepWatch.invalidate()
     narration.say("The main thread puts 3 commands in the buffer and signals, without waking:")
     buffer.withLock { $0 += ["resize", "draw", "flush"] }
     source.signal()
@@ -147,7 +155,8 @@ enum Scenarios {
     narration.expect(beforeWake == 0, "signal() alone did not wake the sleeping loop")
     narration.say("Now wake the loop (Listing 3-9: signal, then CFRunLoopWakeUp):")
     worker.runLoop.wakeUp()
-    usleep(150_000)
+    let deadline = ContinuousClock.now + .seconds(2)
+    while handled.withLock({ $0.count }) < 3 && ContinuousClock.now < deadline { usleep(5_000) }
     narration.expect(
       performs.load(ordering: .relaxed) == 1 && handled.withLock({ $0 }).count == 3,
       "one perform handled all 3 commands, in order")
