@@ -106,4 +106,17 @@ struct CountdownCommandTests {
     #expect(terminal.waitFor("countdown stopped"))
     #expect(terminal.isCooked)
   }
+
+  @Test func aSignalEndsTheCountdownWith130AndStillRestoresTheTerminal() throws {
+    let terminal = try PseudoTerminal()
+    defer { terminal.close() }
+    let demo = try DemoProcess(["countdown", "30"], terminal: terminal.secondary)
+    #expect(terminal.waitFor("running"))
+    #expect(!terminal.isCooked, "the countdown did not switch the terminal to raw mode")
+    demo.send(SIGTERM)
+    let result = demo.wait(timeout: .seconds(10))
+    #expect(result.exitedNormally && result.status == 130)
+    #expect(terminal.waitFor("countdown interrupted"))
+    #expect(terminal.isCooked)
+  }
 }
