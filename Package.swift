@@ -76,32 +76,45 @@ let package = Package(
       dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
       path: "Tests/Helper"
     ),
+    // What several test targets share: starting the helper program as a real process.
+    .target(name: "RunLoopTestSupport", dependencies: ["RunLoopCore"], path: "Tests/Support"),
     .testTarget(
       name: "RunLoopCoreTests",
-      dependencies: ["RunLoopCore", "RunLoopTestHelper"],
+      dependencies: ["RunLoopCore", "RunLoopTestHelper", "RunLoopTestSupport"],
       path: "Tests/CoreTests"
     ),
     .testTarget(
       name: "RunLoopPortsTests",
-      dependencies: ["RunLoopCore", "RunLoopPorts", "RunLoopTestHelper"],
+      dependencies: ["RunLoopCore", "RunLoopPorts", "RunLoopTestHelper", "RunLoopTestSupport"],
       path: "Tests/PortsTests"
     ),
     .testTarget(
       name: "RunLoopObserversTests",
       dependencies: [
-        "RunLoopCore", "RunLoopObservers", "RunLoopJournal",
+        "RunLoopCore", "RunLoopObservers", "RunLoopJournal", "RunLoopTestSupport",
         .product(name: "MetricsTestKit", package: "swift-metrics"),
       ],
       path: "Tests/ObserversTests"
     ),
     .testTarget(
       name: "RunLoopTimersTests",
-      dependencies: ["RunLoopCore", "RunLoopTimers"],
+      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopTestSupport"],
       path: "Tests/TimersTests"
+    ),
+    // The code of the Docs/ articles, compiled so that an article cannot show code that does
+    // not build (IntegrationTests/SnippetCheckTests ties the articles to it).
+    .target(
+      name: "DocSnippets",
+      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
+      path: "Docs/Snippets",
+      exclude: ["README.md"]
     ),
     .testTarget(
       name: "IntegrationTests",
-      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
+      dependencies: [
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
+        "DocSnippets",
+      ],
       path: "Tests/IntegrationTests"
     ),
     // Runs the built runloop-demo binary as a child process (depends on it so it is built).

@@ -40,3 +40,12 @@ int crl_set_thread_name(const char *name) { return pthread_setname_np(pthread_se
 int crl_get_thread_name(char *buffer, size_t size) {
   return pthread_getname_np(pthread_self(), buffer, size);
 }
+
+size_t crl_current_stack_size(void) {
+  pthread_attr_t attributes;
+  size_t size = 0;
+  if (pthread_getattr_np(pthread_self(), &attributes) != 0) return 0;
+  pthread_attr_getstacksize(&attributes, &size);
+  pthread_attr_destroy(&attributes);
+  return size;
+}

@@ -67,15 +67,15 @@ extension EventRunLoop {
     return nil
   }
 
-  /// Turns held descriptors of `mode` back on, and tells whether `mode` has any.
+  /// Puts held descriptors of `mode` back into the `epoll` set, and tells whether `mode` has
+  /// any descriptors.
   private func prepareHeldDescriptors(mode: LoopMode) -> Bool {
     state.withLock { state -> Bool in
       let running = state.watches.resolved(for: mode, commonModes: state.commonModes)
       guard !state.heldTokens.isEmpty else { return !running.isEmpty }
       for watch in running where state.heldTokens.contains(watch.token) {
         state.heldTokens.remove(watch.token)
-        try? poller.modify(
-          watch.fileDescriptor, mask: watch.interest.epollMask, token: watch.token)
+        try? poller.add(watch.fileDescriptor, mask: watch.interest.epollMask, token: watch.token)
       }
       return !running.isEmpty
     }
@@ -162,6 +162,10 @@ extension EventRunLoop {
   ) -> Bool {
     var handled = false
     var chosen: (watch: DescriptorWatch, mask: UInt32)?
+    // A call-out that runs the loop nested may consume readiness this buffer still reports;
+    // once that happened, the rest of the buffer's descriptor events are stale. Level-
+    // triggered epoll reports again, in the next pass, whatever is really still ready.
+    let runsBefore = local.runsStarted
     for index in 0..<count {
       let (token, mask) = poller.event(index, in: buffer)
       switch token {
@@ -171,11 +175,15 @@ extension EventRunLoop {
         // (stop() included) is then skipped. A wakeUp() that sees the flag still set here is
         // covered: the state it changed is read after this pass.
         poller.drainWake()
-        wakePending.store(false, ordering: .releasing)
+        // Sequentially consistent, with the fence in wakeUp(): either this pass sees what the
+        // waker changed before calling wakeUp(), or the waker sees the flag clear and writes.
+        wakePending.store(false, ordering: .sequentiallyConsistent)
       case Poller.timerToken:
         poller.drainTimer()
       default:
-        guard !skipPorts, let watch = runnableWatch(token: token, mode: mode) else { continue }
+        guard !skipPorts, local.runsStarted == runsBefore,
+          let watch = runnableWatch(token: token, mode: mode)
+        else { continue }
         if plan.returnAfterSourceHandled {
           // Only one source per run: keep the lowest order; the others stay ready.
           if chosen.map({ (watch.order, watch.sequence) < ($0.watch.order, $0.watch.sequence) })
@@ -190,7 +198,7 @@ extension EventRunLoop {
       }
     }
     fireDueTimers(mode: mode)
-    if let chosen {
+    if let chosen, local.runsStarted == runsBefore {
       callOut(chosen.watch, mask: chosen.mask)
       handled = true
     }
@@ -198,19 +206,22 @@ extension EventRunLoop {
   }
 
   private func callOut(_ watch: DescriptorWatch, mask: UInt32) {
+    // Invalidated by an earlier call-out of this pass (or by another thread just now).
+    guard watch.isValid else { return }
     let events = DescriptorEvents(epollMask: mask)
     withCallout(watch.calloutKind, name: watch.name, dueAt: nil) { watch.handler(events) }
   }
 
-  /// The watch for `token` if it runs in `mode`; a watch of another mode is held (its epoll
-  /// interest switched off) so that it does not wake the loop again until its mode runs.
+  /// The watch for `token` if it runs in `mode`; a watch of another mode is held: taken out of
+  /// the `epoll` set (switching its interest off is not enough: `epoll` always reports errors
+  /// and hang-ups) so that it does not wake the loop again until its mode runs.
   private func runnableWatch(token: UInt64, mode: LoopMode) -> DescriptorWatch? {
     state.withLock { state -> DescriptorWatch? in
       guard let watch = state.watchesByToken[token] else { return nil }
       let running = state.watches.resolved(for: mode, commonModes: state.commonModes)
       if running.contains(where: { $0 === watch }) { return watch }
       state.heldTokens.insert(token)
-      try? poller.modify(watch.fileDescriptor, mask: 0, token: token)
+      poller.remove(watch.fileDescriptor)
       return nil
     }
   }

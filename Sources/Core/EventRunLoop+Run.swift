@@ -138,6 +138,7 @@ extension EventRunLoop {
       return state.frames.count
     }
     local.modes.append(mode)
+    local.runsStarted &+= 1
     notify(.entry)  // Step 1
     let result = runPasses(mode: mode, depth: depth, plan: plan)
     notify(.exit)  // Step 10

@@ -15,15 +15,20 @@ extension EventRunLoop {
     guard source.isValid else {
       throw .invalidated("custom source '\(source.name)' was invalidated and cannot be added")
     }
+    // The source learns of its registration under the loop's lock (loop lock, then the
+    // source's own: the source never takes them the other way round), so a concurrent
+    // remove, invalidate or signalAndWakeUp always sees a consistent pair.
     let joined: [LoopMode]? = state.withLock { state in
       guard state.sources.insert(source, in: mode) else { return nil }
+      source.didSchedule(on: self, mode: mode)
       return Self.concreteModes(mode, of: source, in: state.sources, commonModes: state.commonModes)
     }
     guard let joined else { return }
-    source.didSchedule(on: self, mode: mode)
     for concrete in joined { source.scheduleHandler?(self, concrete) }
     // An invalidate() that raced with this add may have missed the new registration.
     if !source.isValid { remove(source, mode: mode) }
+    // A source signalled before it was added must not wait for an unrelated wake-up.
+    if source.isSignalled && !isCurrent { wakeUp() }
   }
 
   /// Removes a custom input source from `mode` and calls its `cancel` call-out for each
@@ -35,10 +40,10 @@ extension EventRunLoop {
   public func remove(_ source: CustomInputSource, mode: LoopMode) {
     let left: [LoopMode]? = state.withLock { state in
       guard state.sources.remove(source, from: mode) else { return nil }
+      source.didUnschedule(from: self, mode: mode)
       return Self.concreteModes(mode, of: source, in: state.sources, commonModes: state.commonModes)
     }
     guard let left else { return }
-    source.didUnschedule(from: self, mode: mode)
     for concrete in left { source.cancelHandler?(self, concrete) }
   }
 
@@ -83,8 +88,7 @@ extension EventRunLoop {
     guard watch.isValid else {
       throw .invalidated("descriptor watch '\(watch.name)' was invalidated and cannot be added")
     }
-    let registered = try state.withLock { state throws(RunLoopError) -> Bool in
-      var registered = false
+    try state.withLock { state throws(RunLoopError) in
       if state.watchesByToken[watch.token] == nil {
         guard !state.watchedDescriptors.contains(watch.fileDescriptor) else {
           throw .alreadyInUse(
@@ -93,12 +97,11 @@ extension EventRunLoop {
         try poller.add(watch.fileDescriptor, mask: watch.interest.epollMask, token: watch.token)
         state.watchesByToken[watch.token] = watch
         state.watchedDescriptors.insert(watch.fileDescriptor)
-        registered = true
+        // Under the loop's lock, so that a racing remove cannot undo it (see `unregister`).
+        watch.didRegister(with: self)
       }
       state.watches.insert(watch, in: mode)
-      return registered
     }
-    if registered { watch.didRegister(with: self) }
     if !watch.isValid { removeEverywhere(watch) }
     // A descriptor that is ready already must not wait for an unrelated wake-up.
     if !isCurrent { wakeUp() }
@@ -111,13 +114,11 @@ extension EventRunLoop {
   /// loop.remove(watch, mode: .common)
   /// ```
   public func remove(_ watch: DescriptorWatch, mode: LoopMode) {
-    let unregistered = state.withLock { state -> Bool in
-      guard state.watches.remove(watch, from: mode) else { return false }
-      guard state.watches.modes(of: watch).isEmpty else { return false }
+    state.withLock { state in
+      guard state.watches.remove(watch, from: mode) else { return }
+      guard state.watches.modes(of: watch).isEmpty else { return }
       unregister(watch, state: &state)
-      return true
     }
-    if unregistered { watch.didUnregister(from: self) }
   }
 
   /// Whether `watch` takes part in runs in `mode`.
@@ -130,20 +131,24 @@ extension EventRunLoop {
 
   /// Removes `watch` from every mode of this loop.
   func removeEverywhere(_ watch: DescriptorWatch) {
-    let unregistered = state.withLock { state -> Bool in
-      guard state.watchesByToken[watch.token] != nil else { return false }
+    state.withLock { state in
+      guard state.watchesByToken[watch.token] != nil else { return }
       for mode in state.watches.modes(of: watch) { state.watches.remove(watch, from: mode) }
       unregister(watch, state: &state)
-      return true
     }
-    if unregistered { watch.didUnregister(from: self) }
   }
 
-  private func unregister(_ watch: DescriptorWatch, state: inout LoopState) {
+  /// Takes `watch` out of this loop; called with the loop's lock held. The watch's own list
+  /// of loops is updated under the same lock, so an add and a remove racing on two threads
+  /// cannot leave the two disagreeing.
+  func unregister(_ watch: DescriptorWatch, state: inout LoopState) {
     state.watchesByToken[watch.token] = nil
     state.watchedDescriptors.remove(watch.fileDescriptor)
-    state.heldTokens.remove(watch.token)
-    poller.remove(watch.fileDescriptor)
+    // A held watch is already out of the epoll set.
+    if state.heldTokens.remove(watch.token) == nil {
+      poller.remove(watch.fileDescriptor)
+    }
+    watch.didUnregister(from: self)
   }
 
   /// Applies a watch's new interest to the `epoll` set (unless the watch is held).

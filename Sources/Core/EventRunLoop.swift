@@ -84,8 +84,12 @@ public final class EventRunLoop: @unchecked Sendable {
     }
   }
 
-  /// Whether the calling thread owns this loop.
-  public var isCurrent: Bool { crl_current_tid() == threadID }
+  /// Whether the calling thread owns this loop. A loop whose thread has exited is current
+  /// nowhere, even on a later thread that the kernel gave the same thread id.
+  public var isCurrent: Bool {
+    if isMain { return crl_current_tid() == threadID }
+    return pthread_getspecific(currentLoopKey) == Unmanaged.passUnretained(self).toOpaque()
+  }
 
   /// The mode of the innermost active run, or `nil` when the loop is not running.
   ///
@@ -138,6 +142,9 @@ public final class EventRunLoop: @unchecked Sendable {
   /// loop.wakeUp()
   /// ```
   public func wakeUp() {
+    // Orders the caller's earlier writes (a signal, a queued request) before the read of the
+    // flag; pairs with the loop's sequentially consistent clear.
+    atomicMemoryFence(ordering: .sequentiallyConsistent)
     guard !wakePending.load(ordering: .relaxed) else { return }
     if !wakePending.exchange(true, ordering: .acquiringAndReleasing) {
       poller.wake()
@@ -235,14 +242,37 @@ public final class EventRunLoop: @unchecked Sendable {
   /// The deadline providers plugged into this loop.
   public var deadlineProviders: [any LoopDeadlineProvider] { state.withLock { $0.providers } }
 
-  /// Called by the thread-exit destructor: nothing queued can run any more.
+  /// Called by the thread-exit destructor, on the exiting thread: nothing queued can run any
+  /// more, and every item leaves the loop (sources get their `cancel` call-outs), as
+  /// CFRunLoop does when a thread's loop is finalised. This also breaks the usual cycle of a
+  /// source whose closure captures its loop, so the loop and its descriptors are released.
   func threadDidExit() {
-    let abandoned = state.withLock { state -> Deque<PerformRequest> in
+    let (abandoned, sources) = state.withLock {
+      state -> (Deque<PerformRequest>, [(CustomInputSource, LoopMode)]) in
       state.threadExited = true
-      defer { state.performQueue.removeAll() }
-      return state.performQueue
+      let abandoned = state.performQueue
+      state.performQueue.removeAll()
+      var sources: [(CustomInputSource, LoopMode)] = []
+      for mode in state.sources.modes {
+        for source in state.sources.items(in: mode) {
+          state.sources.remove(source, from: mode)
+          source.didUnschedule(from: self, mode: mode)
+          let concrete = mode == .common ? state.commonModes.sorted { $0.name < $1.name } : [mode]
+          sources += concrete.map { (source, $0) }
+        }
+      }
+      for watch in Array(state.watchesByToken.values) {
+        for mode in state.watches.modes(of: watch) { state.watches.remove(watch, from: mode) }
+        unregister(watch, state: &state)
+      }
+      state.providers.removeAll()
+      state.instruments.removeAll()
+      return (abandoned, sources)
     }
+    instrumentsVersion.wrappingAdd(1, ordering: .releasing)
+    local.instrumentCache = InstrumentCache()
     for request in abandoned { request.abandon() }
+    for (source, mode) in sources { source.cancelHandler?(self, mode) }
   }
 }
 
@@ -284,6 +314,8 @@ struct RunFrame {
 /// What only the loop's own thread touches.
 struct LoopThreadState {
   var iteration: UInt64 = 0
+  // Counts runs started on this loop, so a pass can tell that a call-out ran a nested run.
+  var runsStarted: UInt64 = 0
   var modes: [LoopMode] = []
   var instrumentCache = InstrumentCache()
 }

@@ -34,6 +34,9 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// Creates an empty table.
   public init() {}
 
+  /// The modes (possibly including ``LoopMode/common``) that hold at least one item.
+  public var modes: [LoopMode] { Array(byMode.keys) }
+
   /// Whether no item is in any mode.
   public var isEmpty: Bool { byMode.isEmpty }
 

@@ -115,6 +115,15 @@ public final class RunLoopThread: @unchecked Sendable {
     set { failureHandlerStorage.withLock { $0 = newValue } }
   }
 
+  /// The stack size of the calling thread, as the system reports it (0 when unknown).
+  ///
+  /// ```swift
+  /// let thread = RunLoopThread(name: "deep", stackSize: 8 << 20) { _ in
+  ///   print(RunLoopThread.currentStackSize)  // 8388608
+  /// }
+  /// ```
+  public static var currentStackSize: Int { Int(crl_current_stack_size()) }
+
   /// The thread's state.
   public var state: State { State(rawValue: stateBits.load(ordering: .acquiring)) ?? .created }
 

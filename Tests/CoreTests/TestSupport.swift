@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import RunLoopCore
+@_exported import RunLoopTestSupport
 
 /// Records what a loop tells its instruments, plus marks the test adds, in order.
 final class Recorder: RunLoopInstrument, @unchecked Sendable {
@@ -26,21 +27,6 @@ final class Recorder: RunLoopInstrument, @unchecked Sendable {
   var log: [String] { events.withLock { $0 } }
 
   func clear() { events.withLock { $0.removeAll() } }
-}
-
-/// Runs `body` on a fresh thread that owns a fresh run loop, and waits for it.
-@discardableResult
-func onNewThread<T: Sendable>(
-  _ name: String = "test", _ body: @escaping @Sendable (EventRunLoop) throws -> T
-) throws -> T {
-  let result = GuardedState<Result<T, any Error>?>(nil)
-  let thread = RunLoopThread(name: name) { thread in
-    let value = Result { try body(thread.runLoop) }
-    result.withLock { $0 = value }
-  }
-  try thread.start()
-  try thread.join()
-  return try result.withLock { $0! }.get()
 }
 
 /// A pipe whose ends are closed when the value is released.
@@ -70,14 +56,4 @@ final class Pipe: Sendable {
     var byte: UInt8 = 0
     return read(readEnd, &byte, 1) == 1
   }
-}
-
-/// Waits up to `seconds` for `condition`, polling; for cross-thread hand-offs in tests.
-func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-  let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-  while ContinuousClock.now < deadline {
-    if condition() { return true }
-    usleep(1000)
-  }
-  return condition()
 }

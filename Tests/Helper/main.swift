@@ -5,4 +5,9 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1].hasPrefix("ports-")
   runPortsHelper(Array(CommandLine.arguments.dropFirst()))
 }
 
+// The Core module's subcommands (CoreHelper.swift).
+if CommandLine.arguments.count > 1, CommandLine.arguments[1].hasPrefix("core-") {
+  runCoreHelper(Array(CommandLine.arguments.dropFirst()))
+}
+
 print("helper")

@@ -1,30 +1,7 @@
 import Foundation
 import RunLoopCore
 import RunLoopObservers
-
-/// Runs `body` on a fresh thread that owns a fresh run loop, and waits for it.
-func onNewThread<T: Sendable>(
-  _ name: String = "test", _ body: @escaping @Sendable (EventRunLoop) throws -> T
-) throws -> T {
-  let result = GuardedState<Result<T, any Error>?>(nil)
-  let thread = RunLoopThread(name: name) { thread in
-    let value = Result { try body(thread.runLoop) }
-    result.withLock { $0 = value }
-  }
-  try thread.start()
-  try thread.join()
-  return try result.withLock { $0! }.get()
-}
-
-/// Waits up to `seconds` for `condition`, polling.
-func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-  let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-  while ContinuousClock.now < deadline {
-    if condition() { return true }
-    usleep(1000)
-  }
-  return condition()
-}
+@_exported import RunLoopTestSupport
 
 /// A log shared by call-outs.
 final class Log: Sendable {

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopCore
 import RunLoopPorts
+import RunLoopTestSupport
 import Testing
 
 /// The guide's Core Foundation check-in (Listings 3-17 to 3-19) between two processes: the

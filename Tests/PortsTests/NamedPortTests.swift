@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopCore
 import RunLoopPorts
+import RunLoopTestSupport
 import Testing
 
 /// An echo server on its own loop thread in this process.

@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import RunLoopCore
+@_exported import RunLoopTestSupport
 
 /// A pipe whose ends are closed when the value is released (unless handed over).
 final class TestPipe: Sendable {
@@ -18,16 +19,6 @@ final class TestPipe: Sendable {
   func write(_ bytes: [UInt8]) {
     _ = bytes.withUnsafeBytes { Glibc.write(writeEnd, $0.baseAddress, $0.count) }
   }
-}
-
-/// Waits up to `seconds` for `condition`, polling; for cross-thread hand-offs in tests.
-func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-  let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-  while ContinuousClock.now < deadline {
-    if condition() { return true }
-    usleep(1000)
-  }
-  return condition()
 }
 
 /// Whether `fd` is an open descriptor.
@@ -67,20 +58,6 @@ func finish(_ thread: RunLoopThread) throws {
   // Queued, so the stop cannot slip between two runs.
   thread.runLoop.perform { EventRunLoop.current.stop() }
   try thread.join()
-}
-
-/// Runs `body` on a fresh thread that owns a fresh run loop, and waits for it.
-func onNewThread<T: Sendable>(
-  _ name: String = "test", _ body: @escaping @Sendable (EventRunLoop) throws -> T
-) throws -> T {
-  let result = GuardedState<Result<T, any Error>?>(nil)
-  let thread = RunLoopThread(name: name) { thread in
-    let value = Result { try body(thread.runLoop) }
-    result.withLock { $0 = value }
-  }
-  try thread.start()
-  try thread.join()
-  return try result.withLock { $0! }.get()
 }
 
 /// Runs `loop` (on its own thread) in `mode` until `condition` holds or `seconds` pass.

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopCore
 import RunLoopPorts
+import RunLoopTestSupport
 import Testing
 
 @Suite("Signal sources")

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopCore
+@_exported import RunLoopTestSupport
 
 @testable import RunLoopTimers
 
@@ -57,31 +58,6 @@ final class Counter: Sendable {
   }
 
   var count: Int { value.withLock { $0 } }
-}
-
-/// Runs `body` on a fresh thread that owns a fresh run loop, and waits for it.
-@discardableResult
-func onNewThread<T: Sendable>(
-  _ name: String = "timers-test", _ body: @escaping @Sendable (EventRunLoop) throws -> T
-) throws -> T {
-  let result = GuardedState<Result<T, any Error>?>(nil)
-  let thread = RunLoopThread(name: name) { thread in
-    let value = Result { try body(thread.runLoop) }
-    result.withLock { $0 = value }
-  }
-  try thread.start()
-  try thread.join()
-  return try result.withLock { $0! }.get()
-}
-
-/// Waits up to `seconds` for `condition`, polling; for cross-thread hand-offs.
-func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-  let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-  while ContinuousClock.now < deadline {
-    if condition() { return true }
-    usleep(1000)
-  }
-  return condition()
 }
 
 /// Sleeps the calling thread (not a run loop) for `duration`.

@@ -51,6 +51,9 @@ int crl_set_thread_name(const char *name);
 /// Copies the calling thread's name into `buffer` (pthread_getname_np). Returns 0 or an errno.
 int crl_get_thread_name(char *buffer, size_t size);
 
+/// The stack size of the calling thread (pthread_getattr_np), or 0 when unknown.
+size_t crl_current_stack_size(void);
+
 /// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC (a GNU extension).
 int crl_accept_nonblocking(int fd);
 

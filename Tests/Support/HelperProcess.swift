@@ -1,18 +1,18 @@
 import Glibc
 import RunLoopCore
-import RunLoopPorts
 
 /// A real second process: the package's `RunLoopTestHelper` executable (built next to the
 /// test bundle), started with `posix_spawn`, its standard output read line by line.
-final class HelperProcess: @unchecked Sendable {
-  let pid: pid_t
+public final class HelperProcess: @unchecked Sendable {
+  /// The helper's process id.
+  public let pid: pid_t
   private let output: Int32
   // Loop-free, test-thread-only buffer of what the helper printed and nobody read yet.
   private var pending: [UInt8] = []
   private var reaped: Int32?
 
   /// The helper executable: next to the running test binary (from /proc/self/exe).
-  static var helperPath: String? {
+  public static var helperPath: String? {
     var buffer = [CChar](repeating: 0, count: 4096)
     let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
     guard count > 0 else { return nil }
@@ -30,7 +30,7 @@ final class HelperProcess: @unchecked Sendable {
 
   /// Starts the helper with `arguments`; with `setprivUser`, under that uid and gid via
   /// `setpriv` (root only).
-  init(_ arguments: [String], setprivUser: uid_t? = nil) throws {
+  public init(_ arguments: [String], setprivUser: uid_t? = nil) throws {
     guard let helper = Self.helperPath else {
       throw RunLoopError.invalidState("RunLoopTestHelper not found next to the test binary")
     }
@@ -83,7 +83,7 @@ final class HelperProcess: @unchecked Sendable {
   }
 
   /// The next line the helper prints, or `nil` when it does not print one in time.
-  func readLine(timeout: Duration = .seconds(10)) -> String? {
+  public func readLine(timeout: Duration = .seconds(10)) -> String? {
     let deadline = ContinuousClock.now + timeout
     while true {
       if let newline = pending.firstIndex(of: 10) {
@@ -105,7 +105,7 @@ final class HelperProcess: @unchecked Sendable {
 
   /// Waits for the helper to exit and returns its exit code (128 + n for signal n), or
   /// `nil` when it is still running at the timeout.
-  func waitForExit(timeout: Duration = .seconds(10)) -> Int32? {
+  public func waitForExit(timeout: Duration = .seconds(10)) -> Int32? {
     if let reaped { return reaped }
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
@@ -121,32 +121,5 @@ final class HelperProcess: @unchecked Sendable {
   }
 
   /// Sends `signal` to the helper.
-  func signal(_ signal: Int32) { kill(pid, signal) }
-}
-
-/// A fresh registry directory under /tmp, removed (with its files) when released.
-final class TemporaryRegistry: Sendable {
-  let registry: PortNameRegistry
-  var directory: String { registry.directory }
-
-  init() throws {
-    var template = Array("/tmp/rlp-XXXXXX".utf8CString)
-    guard let made = mkdtemp(&template) else {
-      throw RunLoopError.systemCall("mkdtemp", errno: errno)
-    }
-    registry = try PortNameRegistry(directory: String(cString: made))
-  }
-
-  deinit {
-    if let directory = opendir(registry.directory) {
-      while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-          String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        if name != "." && name != ".." { unlink(registry.directory + "/" + name) }
-      }
-      closedir(directory)
-    }
-    rmdir(registry.directory)
-  }
+  public func signal(_ signal: Int32) { kill(pid, signal) }
 }

@@ -1,0 +1,26 @@
+import RunLoopCore
+import RunLoopTestSupport
+import Testing
+
+@Suite("The main run loop and Dispatch")
+struct MainQueueTests {
+  // Runs in a separate process: the test runner owns this process's main thread.
+  @Test func mainLoopDrainsTheMainQueueInCommonModesOnly() throws {
+    let helper = try HelperProcess(["core-main-queue"])
+    let privateLine = helper.readLine(timeout: .seconds(30))
+    #expect(privateLine == "private-mode:timedOut:ran=false")
+    var lines: [String] = []
+    while let line = helper.readLine(timeout: .seconds(30)) {
+      lines.append(line)
+      if line.hasPrefix("done:") { break }
+    }
+    #expect(lines.last == "done:from-global,held-block,main-actor")
+    #expect(helper.waitForExit(timeout: .seconds(30)) == 0)
+  }
+
+  @Test func mainQueueBlocksDoNotRunInsideAnotherMainQueueBlock() throws {
+    let helper = try HelperProcess(["core-main-queue-nested"])
+    #expect(helper.readLine(timeout: .seconds(30)) == "order:A-start,A-end,B")
+    #expect(helper.waitForExit(timeout: .seconds(30)) == 0)
+  }
+}

@@ -1,0 +1,29 @@
+import Glibc
+import RunLoopCore
+
+/// Runs `body` on a fresh ``RunLoopThread`` (so with a fresh run loop), waits for it and
+/// returns what it returned or rethrows what it threw.
+@discardableResult
+public func onNewThread<T: Sendable>(
+  _ name: String = "test", _ body: @escaping @Sendable (EventRunLoop) throws -> T
+) throws -> T {
+  let result = GuardedState<Result<T, any Error>?>(nil)
+  let thread = RunLoopThread(name: name) { thread in
+    let value = Result { try body(thread.runLoop) }
+    result.withLock { $0 = value }
+  }
+  try thread.start()
+  try thread.join()
+  return try result.withLock { $0! }.get()
+}
+
+/// Waits up to `seconds` for `condition`, polling every millisecond; for cross-thread
+/// hand-offs in tests. Returns whether the condition came true.
+public func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+  let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+  while ContinuousClock.now < deadline {
+    if condition() { return true }
+    usleep(1000)
+  }
+  return condition()
+}

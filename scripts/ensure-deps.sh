@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project needs when they are missing: libsystemd-dev (the
+# journald sink links libsystemd), pkg-config, systemd (for systemd-journald in tests) and
+# tmux (the demo's countdown test drives a terminal). Does nothing when all are present.
+set -euo pipefail
+
+missing=()
+dpkg -s libsystemd-dev >/dev/null 2>&1 || missing+=(libsystemd-dev)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+[ -x /lib/systemd/systemd-journald ] || missing+=(systemd)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "ensure-deps: installing ${missing[*]}" >&2
+if [ "$(id -u)" -eq 0 ]; then
+  apt_get=(apt-get)
+elif command -v sudo >/dev/null 2>&1; then
+  apt_get=(sudo apt-get)
+else
+  echo "ensure-deps: need root to install ${missing[*]}; install them and run again" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${apt_get[@]}" update -qq
+"${apt_get[@]}" install -y -qq "${missing[@]}" >/dev/null
