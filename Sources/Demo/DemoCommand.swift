@@ -16,7 +16,7 @@ struct DemoCommand: ParsableCommand {
         runloop-demo run --duration 5        a service with 2 worker threads, traced
         runloop-demo scenario --list         the guide's concepts, one short run each
         runloop-demo countdown 10            the workbook's timer mission
-        runloop-demo trace summary runloop-demo.jsonl
+        runloop-demo trace summary runloop-trace.jsonl
 
       Every loop of `run` is traced: one JSON object per activity, call-out and sleep in \
       the JSON log, and the same records in journald (journalctl -t runloop-demo).

@@ -24,7 +24,7 @@ struct RunCommand: ParsableCommand {
       Every activity, call-out and sleep of every loop goes to the JSON log (complete)
       and to journald (best effort). Find this run's records with:
         journalctl -t runloop-demo RUNLOOP_RUN=<run id> -o json
-        runloop-demo trace summary runloop-demo.jsonl
+        runloop-demo trace summary runloop-trace.jsonl
       """
   )
 
@@ -41,7 +41,7 @@ struct RunCommand: ParsableCommand {
   @Option(
     name: .customLong("json-log"),
     help: ArgumentHelp("Where to write the JSON Lines trace.", valueName: "path"))
-  var jsonLog: String = "runloop-demo.jsonl"
+  var jsonLog: String = "runloop-trace.jsonl"
 
   @Flag(name: .customLong("no-journal"), help: "Do not send the trace to journald.")
   var noJournal = false

@@ -13,9 +13,9 @@ struct TraceCommand: ParsableCommand {
       The JSON log (runloop-demo run --json-log PATH) has one record per activity, call-out \
       and sleep of every loop (schema: Docs/TraceSchema.md).
 
-        runloop-demo trace summary runloop-demo.jsonl
-        runloop-demo trace export runloop-demo.jsonl --chrome trace.json   (open at ui.perfetto.dev)
-        runloop-demo trace timeline runloop-demo.jsonl --svg timeline.svg  (open in a browser)
+        runloop-demo trace summary runloop-trace.jsonl
+        runloop-demo trace export runloop-trace.jsonl --chrome trace.json   (open at ui.perfetto.dev)
+        runloop-demo trace timeline runloop-trace.jsonl --svg timeline.svg  (open in a browser)
       """,
     subcommands: [Summary.self, Export.self, Timeline.self]
   )

@@ -20,7 +20,7 @@ struct RunCommandTests {
           $0.split(separator: " ").dropFirst().first == Substring(thread)
         })
     }
-    let log = try LogCheck(path: directory + "/runloop-demo.jsonl")
+    let log = try LogCheck(path: directory + "/runloop-trace.jsonl")
     #expect(log.loops.count == 3)
     #expect(log.problems() == [])
     // What the service claims to do is in the trace: check-in messages on the main port,
@@ -97,7 +97,7 @@ struct RunCommandTests {
     #expect(result.status == 0, "stderr: \(result.stderr)")
     let notes = result.stderr.components(separatedBy: "journald is not available").count - 1
     #expect(notes == 1, "stderr: \(result.stderr)")
-    let log = try LogCheck(path: directory + "/runloop-demo.jsonl")
+    let log = try LogCheck(path: directory + "/runloop-trace.jsonl")
     #expect(log.loops.count == 3)
     #expect(log.problems() == [])
     #expect(result.stdout.contains("journald drops"))
@@ -109,7 +109,7 @@ struct RunCommandTests {
     let directory = try scratchDirectory("journal")
     let result = try runDemo(["run", "--duration", "1.5"], directory: directory)
     #expect(result.status == 0, "stderr: \(result.stderr)")
-    let log = try LogCheck(path: directory + "/runloop-demo.jsonl")
+    let log = try LogCheck(path: directory + "/runloop-trace.jsonl")
     let runID = try #require(log.records.first?.run)
     let fromLog = log.records.filter { $0.activity == "beforeWaiting" }
       .map { "\($0.loop)/\($0.iteration)/\($0.seq)" }

@@ -8,7 +8,7 @@ struct TraceCommandTests {
     let directory = try scratchDirectory("trace")
     let run = try runDemo(["run", "--duration", "1.2", "--no-journal"], directory: directory)
     #expect(run.status == 0)
-    let log = directory + "/runloop-demo.jsonl"
+    let log = directory + "/runloop-trace.jsonl"
 
     let summary = try runDemo(["trace", "summary", log])
     #expect(summary.status == 0)
