@@ -65,7 +65,7 @@ let package = Package(
     .executableTarget(
       name: "RunLoopDemo",
       dependencies: [
-        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers",
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       path: "Sources/Demo"
@@ -116,6 +116,12 @@ let package = Package(
         "DocSnippets",
       ],
       path: "Tests/IntegrationTests"
+    ),
+    // Runs the built runloop-demo binary as a child process (depends on it so it is built).
+    .testTarget(
+      name: "DemoTests",
+      dependencies: ["RunLoopDemo", "RunLoopCore", "RunLoopObservers"],
+      path: "Tests/DemoTests"
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -1,3 +1,15 @@
-import RunLoopCore
+import Glibc
+import RunLoopPorts
 
-print("runloop-demo")
+// The service reads SIGTERM and SIGINT through a signalfd on the main run loop. A signal
+// stays pending for a signalfd only while every thread blocks it, and threads inherit the
+// mask of the thread that creates them, so block them here, before any thread exists.
+// The commands that do not read signals unblock them again (see `ForegroundSignals`).
+do {
+  try SignalSource.block([SIGTERM, SIGINT])
+} catch {
+  StandardStreams.error("runloop-demo: cannot block SIGTERM/SIGINT: \(error)")
+  exit(1)
+}
+
+DemoCommand.main()

@@ -1,0 +1,368 @@
+import Glibc
+import RunLoopCore
+import RunLoopJournal
+import RunLoopObservers
+import RunLoopPorts
+import RunLoopTimers
+import Synchronization
+
+/// The `run` command's service: the main run loop plus worker threads with loops of their
+/// own, every loop traced to the JSON log and journald.
+///
+/// On the main loop:
+/// - a signal source (SIGTERM, SIGINT over signalfd) and the main port, in the common modes;
+/// - a heartbeat timer (common modes) that hands out a burst of jobs every 500 ms, half
+///   through the workers' command buffers, half through their ports;
+/// - a debouncer that reports when a burst has settled;
+/// - a low-priority custom source, "progress", in the default mode only: workers signal it
+///   after each job, so while the loop runs the "critical" mode it is held;
+/// - once, inside the first heartbeat's call-out, the critical section: a nested run in mode
+///   "critical".
+final class DemoService: @unchecked Sendable {
+  struct Options: Sendable {
+    var workers: Int
+    var duration: Duration?
+    var jsonLogPath: String
+    var journal: Bool
+    var journalSocket: String?
+    var identifier: String
+  }
+
+  /// The mode of the critical section: a common mode, so timers, ports and signals in the
+  /// common modes go on; the low-priority source is not in it and waits.
+  static let critical = LoopMode("critical")
+
+  let options: Options
+  let notifier = SystemdNotifier.fromEnvironment()
+  private let started = ContinuousClock.now
+  // Set once in run(), before any worker starts.
+  private(set) var mainPort: InProcessPort!
+  private var progressSource: CustomInputSource!
+  private var debouncer: Debouncer!
+  private var workers: [DemoWorker] = []
+  private let progressPending = Atomic<Int>(0)
+  // Guarded by its own lock: everything the loop threads share.
+  private let state = GuardedState(State())
+
+  private struct State {
+    var checkedIn: [String: InProcessPort] = [:]
+    var registered: Set<String> = []
+    var nextJob = 1
+    var sent = 0
+    var done = 0
+    var doneByChannel: [DemoJob.Channel: Int] = [:]
+    var burstStarted: ContinuousClock.Instant?
+    var burstSize = 0
+    var heartbeats = 0
+    var progressUpdates = 0
+    var shutdownReason: String?
+    var ready = false
+    var heldAtCriticalExit: Int?
+  }
+
+  init(options: Options) {
+    self.options = options
+  }
+
+  // MARK: - Running
+
+  func run() throws -> Int32 {
+    let mainLoop = EventRunLoop.current
+    let jsonSink: JSONLinesSink
+    do {
+      jsonSink = try JSONLinesSink(path: options.jsonLogPath)
+    } catch {
+      throw DemoError("cannot write the JSON log at '\(options.jsonLogPath)': \(error.message)")
+    }
+    var sinks: [any TraceSink] = [jsonSink]
+    var journal: PerLoopJournal?
+    if options.journal {
+      let socketPath = options.journalSocket ?? "/run/systemd/journal/socket"
+      if PerLoopJournal.journalAnswers(at: socketPath) {
+        let destination: JournalSink.Destination =
+          options.journalSocket.map { .socket(path: $0) } ?? .systemJournal
+        journal = PerLoopJournal(identifier: options.identifier, destination: destination)
+        sinks.append(journal!)
+      } else {
+        StandardStreams.error(
+          "runloop-demo: journald is not available (no journal answers at \(socketPath)); "
+            + "tracing to the JSON log only")
+      }
+    }
+    let tracer = LoopTracer(sinks: sinks)
+    let metrics = LoopMetrics()
+    tracer.attachToAllLoops()
+    metrics.attachToAllLoops()
+
+    say(
+      "runloop-demo: run id \(tracer.runID), pid \(getpid()), \(options.workers) workers, "
+        + (options.duration.map { "for \(DurationArgument($0).seconds) s" }
+          ?? "until SIGTERM/SIGINT"))
+    say("  JSON log: \(options.jsonLogPath)")
+    if journal != nil {
+      say("  journald: journalctl -t \(options.identifier) RUNLOOP_RUN=\(tracer.runID)")
+    }
+
+    mainLoop.addCommonMode(Self.critical)
+    let signals = try SignalSource(signals: [SIGTERM, SIGINT], name: "signals") { [self] received in
+      let name = received.signal == SIGTERM ? "SIGTERM" : "SIGINT"
+      requestShutdown("\(name) from pid \(received.senderPID)")
+    }
+    try signals.add(to: mainLoop, mode: .common)
+
+    mainPort = try InProcessPort(name: "main.port") { [self] message in handle(message) }
+    try mainPort.add(to: mainLoop, mode: .common)
+
+    progressSource = CustomInputSource(name: "progress (low priority)", order: 10) { [self] in
+      progressRan()
+    }
+    try mainLoop.add(progressSource, mode: .default)
+
+    debouncer = Debouncer(
+      delay: .milliseconds(120), loop: mainLoop, modes: [.common], name: "burst-settled"
+    ) { [self] in burstSettled() }
+
+    let heartbeat = try LoopTimer(
+      fireAt: .now + .milliseconds(500), every: .milliseconds(500), tolerance: .milliseconds(20),
+      name: "heartbeat"
+    ) { [self] _ in heartbeatFired() }
+    try mainLoop.add(heartbeat, mode: .common)
+
+    var extraTimers: [LoopTimer] = [heartbeat]
+    if let interval = notifier.watchdogInterval {
+      let watchdog = try LoopTimer(fireAt: .now, every: interval, name: "watchdog") { [self] _ in
+        notifier.notify("WATCHDOG=1")
+      }
+      try mainLoop.add(watchdog, mode: .common)
+      extraTimers.append(watchdog)
+      say("  systemd watchdog: pinging every \(DurationArgument(interval).seconds) s")
+    }
+    if let duration = options.duration {
+      let stopper = try LoopTimer(fireAt: .now + duration, name: "duration") { [self] _ in
+        requestShutdown("--duration elapsed")
+      }
+      try mainLoop.add(stopper, mode: .common)
+      extraTimers.append(stopper)
+    }
+
+    for index in 1...options.workers {
+      let worker = DemoWorker(index: index, service: self)
+      workers.append(worker)
+      try worker.thread.start()
+    }
+
+    while state.withLock({ $0.shutdownReason == nil }) {
+      if try mainLoop.run(mode: .default, timeout: nil) == .finished { break }
+    }
+
+    // Graceful shutdown: workers first (their loops stop from their own threads), then the
+    // main loop's sources, then the sinks, which write out what they have queued.
+    let deadline = ContinuousClock.now + .seconds(2)
+    for worker in workers {
+      let port = state.withLock { $0.checkedIn[worker.name] }
+      if let port {
+        try? port.send(msgid: DemoJob.MessageID.quit, before: deadline)
+      } else {
+        worker.requestQuit()
+      }
+    }
+    var joinFailures = 0
+    for worker in workers {
+      do { try worker.thread.join() } catch {
+        joinFailures += 1
+        StandardStreams.error("runloop-demo: \(worker.name) failed: \(error)")
+      }
+    }
+    for timer in extraTimers { timer.invalidate() }
+    debouncer.cancel()
+    signals.invalidate()
+    progressSource.invalidate()
+    mainPort.invalidate()
+    tracer.close()
+
+    let snapshot = state.withLock { $0 }
+    say(
+      "shutdown complete (\(snapshot.shutdownReason ?? "main loop finished")): "
+        + "\(snapshot.sent) jobs sent, \(snapshot.done) done")
+    let rows = summaryRows(mainLoop: mainLoop, metrics: metrics, journal: journal)
+    say(SummaryTable.render(rows))
+    say("JSON log written: \(options.jsonLogPath) (run id \(tracer.runID))")
+    return joinFailures == 0 ? 0 : 1
+  }
+
+  // MARK: - Main-loop call-outs
+
+  private func handle(_ message: LoopPortMessage) {
+    switch message.msgid {
+    case DemoJob.MessageID.checkIn:
+      // Listing 3-13: keep the worker's port (the message's send port) for later.
+      guard let port = message.sendPort else { return }
+      let name = message.components.first.map { String(decoding: $0, as: UTF8.self) } ?? port.name
+      let allIn = state.withLock { state -> Bool in
+        state.checkedIn[name] = port
+        return state.checkedIn.count == options.workers
+      }
+      say("\(stamp()) \(name) checked in with port '\(port.name)'")
+      if allIn { becameReady() }
+    case DemoJob.MessageID.jobDone:
+      guard let job = DemoJob(components: message.components) else { return }
+      state.withLock { state in
+        state.done += 1
+        state.doneByChannel[job.channel, default: 0] += 1
+      }
+      debouncer.call()
+    default:
+      break
+    }
+  }
+
+  private func becameReady() {
+    state.withLock { $0.ready = true }
+    let told = notifier.notify("READY=1\nSTATUS=\(options.workers) workers checked in")
+    say(
+      "\(stamp()) all \(options.workers) workers checked in"
+        + (told ? "; told systemd READY=1" : ""))
+  }
+
+  private func heartbeatFired() {
+    let (ready, beat) = state.withLock { state -> (Bool, Int) in
+      state.heartbeats += 1
+      return (state.ready, state.heartbeats)
+    }
+    guard ready else { return }
+    let ports = state.withLock { $0.checkedIn }
+    var jobs: [(DemoWorker, DemoJob)] = []
+    state.withLock { state in
+      state.burstStarted = .now
+      state.burstSize = workers.count * 2
+      for worker in workers {
+        for channel in [DemoJob.Channel.commandBuffer, .port] {
+          jobs.append((worker, DemoJob(id: state.nextJob, size: 4_000, channel: channel)))
+          state.nextJob += 1
+          state.sent += 1
+        }
+      }
+    }
+    for (worker, job) in jobs {
+      switch job.channel {
+      case .commandBuffer:
+        worker.enqueueCommand(job)
+      case .port:
+        guard let port = ports[worker.name] else { continue }
+        do {
+          try port.send(
+            msgid: DemoJob.MessageID.job, components: job.components, receivePort: mainPort,
+            before: .now + .milliseconds(100))
+        } catch {
+          say("\(stamp()) could not send job \(job.id) to \(worker.name): \(error)")
+        }
+      }
+    }
+    let snapshot = state.withLock { $0 }
+    say(
+      "\(stamp()) heartbeat \(beat) [\(EventRunLoop.current.currentMode?.name ?? "?")]: "
+        + "\(snapshot.sent) jobs sent, \(snapshot.done) done "
+        + "(\(snapshot.doneByChannel[.commandBuffer] ?? 0) by command buffer, "
+        + "\(snapshot.doneByChannel[.port] ?? 0) by port), "
+        + "\(snapshot.progressUpdates) progress updates")
+    // Once, right after handing out a burst: the jobs finish while the loop runs the
+    // critical mode, so their low-priority progress signals wait.
+    if beat == 1 { criticalSection(on: .current) }
+  }
+
+  private func burstSettled() {
+    let (size, started) = state.withLock { ($0.burstSize, $0.burstStarted) }
+    guard let started else { return }
+    let elapsed = ContinuousClock.now - started
+    say(
+      "\(stamp()) debounce: burst of \(size) jobs settled \(milliseconds(elapsed)) after it began")
+  }
+
+  private func progressRan() {
+    let updates = progressPending.exchange(0, ordering: .acquiringAndReleasing)
+    let held = state.withLock { state -> Int? in
+      state.progressUpdates += updates
+      defer { state.heldAtCriticalExit = nil }
+      return state.heldAtCriticalExit
+    }
+    if let held {
+      say(
+        "\(stamp()) back in 'default': the low-priority 'progress' source ran and took "
+          + "\(updates) updates (\(held) had waited through the critical section)")
+    }
+  }
+
+  private func criticalSection(on loop: EventRunLoop) {
+    let length: Duration = .milliseconds(400)
+    say(
+      "\(stamp()) entering the critical section: a nested run in mode 'critical' for "
+        + "\(milliseconds(length)); 'progress' (default mode only) is held")
+    let result = try? loop.run(mode: Self.critical, timeout: length)
+    let held = progressPending.load(ordering: .acquiring)
+    state.withLock { $0.heldAtCriticalExit = held }
+    say(
+      "\(stamp()) left the critical section (\(result?.description ?? "error")): "
+        + "\(held) progress updates were held")
+    if state.withLock({ $0.shutdownReason != nil }) { loop.stop() }
+  }
+
+  /// Starts a graceful shutdown: tells systemd, stops the main loop (and an enclosing run
+  /// too once a nested run returns, see ``criticalSection(on:)``).
+  private func requestShutdown(_ reason: String) {
+    let first = state.withLock { state -> Bool in
+      guard state.shutdownReason == nil else { return false }
+      state.shutdownReason = reason
+      return true
+    }
+    guard first else { return }
+    notifier.notify("STOPPING=1\nSTATUS=stopping: \(reason)")
+    say("\(stamp()) shutting down: \(reason)")
+    EventRunLoop.main.stop()
+  }
+
+  // MARK: - Called from workers
+
+  func register(worker: DemoWorker, mode: LoopMode) {
+    state.withLock { _ = $0.registered.insert(worker.name) }
+    say("\(stamp()) \(worker.name) registered its command source (mode '\(mode)')")
+  }
+
+  func jobFinished(_ job: DemoJob, result: Int, by worker: DemoWorker) {
+    progressPending.add(1, ordering: .releasing)
+    progressSource.signalAndWakeUp()
+    try? mainPort.send(
+      msgid: DemoJob.MessageID.jobDone, components: job.components, before: .now + .seconds(1))
+  }
+
+  // MARK: - Output
+
+  private func summaryRows(mainLoop: EventRunLoop, metrics: LoopMetrics, journal: PerLoopJournal?)
+    -> [SummaryTable.Row]
+  {
+    var loops: [(UInt64, String)] = [(mainLoop.id, "main")]
+    for worker in workers { loops.append((worker.thread.runLoop.id, worker.name)) }
+    return loops.map { id, name in
+      let snapshot = metrics.snapshot(ofLoopID: id)
+      let journalDrops: String
+      if let journal {
+        let statistics = journal.statistics(ofLoop: id)
+        journalDrops = statistics.map { "\($0.dropped + $0.failed)" } ?? "0"
+      } else {
+        journalDrops = "-"
+      }
+      return SummaryTable.Row(
+        loop: id, thread: name, snapshot: snapshot, journalDrops: journalDrops)
+    }
+  }
+
+  private func stamp() -> String {
+    let hundredths = Int((DurationArgument(ContinuousClock.now - started).seconds * 100).rounded())
+    let whole = String(hundredths / 100).leftPadded(to: 3, with: " ")
+    let fraction = String(hundredths % 100).leftPadded(to: 2, with: "0")
+    return "[\(whole).\(fraction)s]"
+  }
+
+  private func say(_ text: String) {
+    StandardStreams.out(text)
+  }
+}

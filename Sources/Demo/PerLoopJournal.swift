@@ -1,0 +1,71 @@
+import Glibc
+import RunLoopCore
+import RunLoopJournal
+import RunLoopObservers
+
+/// A trace sink that gives each run loop its own ``JournalSink`` (one queue and writer
+/// thread per loop), so the summary can say how many journald records each loop lost. The
+/// sinks are made on a loop's first record; every entry carries the same identifier.
+final class PerLoopJournal: TraceSink, @unchecked Sendable {
+  let identifier: String
+  let destination: JournalSink.Destination
+  // Guarded by its own lock: the sink of each loop id, and whether close() ran.
+  private let sinks = GuardedState<(byLoop: [UInt64: JournalSink], closed: Bool)>(([:], false))
+
+  init(identifier: String, destination: JournalSink.Destination) {
+    self.identifier = identifier
+    self.destination = destination
+  }
+
+  func enqueue(_ record: TraceRecord) {
+    let existing = sinks.withLock { $0.closed ? nil : $0.byLoop[record.loop] }
+    if let existing {
+      existing.enqueue(record)
+      return
+    }
+    // First record of this loop: make its sink outside the lock (it starts a thread).
+    let fresh = JournalSink(identifier: identifier, destination: destination)
+    let chosen = sinks.withLock { state -> JournalSink? in
+      if state.closed { return nil }
+      if let other = state.byLoop[record.loop] { return other }
+      state.byLoop[record.loop] = fresh
+      return fresh
+    }
+    if chosen !== fresh { fresh.close() }
+    chosen?.enqueue(record)
+  }
+
+  func close() {
+    let all = sinks.withLock { state -> [JournalSink] in
+      state.closed = true
+      return Array(state.byLoop.values)
+    }
+    for sink in all { sink.close() }
+  }
+
+  /// The journald statistics of one loop's sink, if that loop sent anything.
+  func statistics(ofLoop loop: UInt64) -> JournalSinkStatistics? {
+    sinks.withLock { $0.byLoop[loop] }?.statistics
+  }
+
+  /// Whether a journal answers at `socketPath`: the socket exists and accepts a datagram
+  /// connection. libsystemd returns success when the socket file is missing (the entry is
+  /// lost), so the demo checks before it promises anything.
+  static func journalAnswers(at socketPath: String) -> Bool {
+    guard access(socketPath, F_OK) == 0, socketPath.utf8.count < 108 else { return false }
+    let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard descriptor >= 0 else { return false }
+    defer { Glibc.close(descriptor) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+      for (index, byte) in socketPath.utf8.enumerated() { buffer[index] = byte }
+    }
+    let status = withUnsafePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    return status == 0
+  }
+}

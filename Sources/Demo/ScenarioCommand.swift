@@ -1,0 +1,63 @@
+import ArgumentParser
+
+/// `runloop-demo scenario NAME`: one concept of the guide as a short narrated run.
+struct ScenarioCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "scenario",
+    abstract: "Show one concept of the guide as a short narrated run (see --list).",
+    discussion: """
+      Each scenario prints what it sets up, what the run loop does (with the time and the \
+      thread), and checks its claims (✓ or ✗). It exits 0 when every claim held.
+
+        runloop-demo scenario --list
+        runloop-demo scenario modes
+        runloop-demo scenario all        every scenario, one after the other
+      """
+  )
+
+  @Flag(name: .long, help: "List the scenarios.")
+  var list = false
+
+  @Argument(help: ArgumentHelp("The scenario to run, or 'all'.", valueName: "name"))
+  var name: String?
+
+  func validate() throws {
+    if list { return }
+    guard let name else {
+      throw ValidationError("name a scenario (runloop-demo scenario --list shows them)")
+    }
+    guard name == "all" || Scenario.named(name) != nil else {
+      throw ValidationError(
+        "no scenario '\(name)'; choose one of: \(Scenario.all.map(\.name).joined(separator: ", "))")
+    }
+  }
+
+  func run() throws {
+    ForegroundSignals.restoreDefault()
+    if list {
+      let width = Scenario.all.map(\.name.count).max() ?? 0
+      for scenario in Scenario.all {
+        StandardStreams.out("\(scenario.name.padding(toLength: width))  \(scenario.title)")
+      }
+      return
+    }
+    let chosen = name == "all" ? Scenario.all : [Scenario.named(name!)!]
+    var failed: [String] = []
+    for scenario in chosen {
+      StandardStreams.out("== \(scenario.name): \(scenario.title)")
+      StandardStreams.out("   (\(scenario.guide))")
+      let narration = Narration()
+      do {
+        try scenario.body(narration)
+      } catch {
+        narration.expect(false, "the scenario ran without error (\(error))")
+      }
+      failed += narration.failed.map { "\(scenario.name): \($0)" }
+      StandardStreams.out("")
+    }
+    guard failed.isEmpty else {
+      throw DemoError(
+        "\(failed.count) claim(s) did not hold:\n  " + failed.joined(separator: "\n  "))
+    }
+  }
+}

@@ -1,0 +1,136 @@
+import Glibc
+import RunLoopCore
+import RunLoopObservers
+import RunLoopTimers
+import Synchronization
+
+extension Scenarios {
+  /// Whether `instant` lies on the grid `start + k * step` (exactly: Duration is integral).
+  static func onGrid(
+    _ instant: ContinuousClock.Instant, from start: ContinuousClock.Instant, step: Duration
+  )
+    -> Bool
+  {
+    let offset = instant - start
+    return offset > .zero && (offset / step).rounded() == offset / step
+  }
+
+  static let timersGrid = Scenario(
+    name: "timers-grid", title: "A repeating timer stays on its grid, even after a slow fire",
+    guide: "Run Loops > Timer Sources"
+  ) { narration in
+    let loop = EventRunLoop.current
+    let start = ContinuousClock.now
+    let step: Duration = .milliseconds(100)
+    let fires = GuardedState<[(at: Double, next: ContinuousClock.Instant)]>([])
+    let timer = try LoopTimer(fireAt: start + step, every: step, name: "grid") { timer in
+      let offset = since(start)
+      // In its call-out a repeating timer's fireDate is already its next grid point.
+      let next = timer.fireDate
+      let count = fires.withLock { list -> Int in
+        list.append((offset, next))
+        return list.count
+      }
+      narration.event(
+        "fire \(count) at \(one(offset)) ms, next fire date \(one(DurationArgument(next - start).seconds * 1000)) ms"
+          + (count == 3 ? "; this handler works 90 ms" : ""))
+      if count == 3 { usleep(90_000) }
+      if count == 6 { timer.invalidate() }
+    }
+    try loop.add(timer, mode: .default)
+    narration.say("A timer every 100 ms; the handler of its 3rd fire takes 90 ms.")
+    _ = try loop.run(mode: .default, timeout: .seconds(3))
+    timer.invalidate()
+    let fired = fires.withLock { $0 }
+    narration.expect(fired.count == 6, "it fired 6 times")
+    narration.expect(
+      fired.allSatisfy { onGrid($0.next, from: start, step: step) },
+      "every next fire date was start + k x 100 ms: the slow fire did not shift the schedule")
+    narration.expect(
+      fired.allSatisfy { $0.at >= 99 }, "no fire came before its grid point")
+  }
+
+  static let timersOverrun = Scenario(
+    name: "timers-overrun",
+    title: "Missed fires of a repeating timer come as one, then it goes back on its grid",
+    guide: "Run Loops > Timer Sources (a repeating timer reschedules on its original schedule)"
+  ) { narration in
+    let loop = EventRunLoop.current
+    let start = ContinuousClock.now
+    let step: Duration = .milliseconds(50)
+    let fires = GuardedState<[(at: Double, next: ContinuousClock.Instant)]>([])
+    let timer = try LoopTimer(fireAt: start + step, every: step, name: "overrun") { timer in
+      let offset = since(start)
+      let next = timer.fireDate
+      let count = fires.withLock { list -> Int in
+        list.append((offset, next))
+        return list.count
+      }
+      narration.event(
+        "fire \(count) at \(one(offset)) ms, next fire date \(one(DurationArgument(next - start).seconds * 1000)) ms"
+          + (count == 2 ? "; this handler works 180 ms" : ""))
+      if count == 2 { usleep(180_000) }
+    }
+    try loop.add(timer, mode: .default)
+    narration.say("A timer every 50 ms for 500 ms (10 grid points); fire 2 takes 180 ms,")
+    narration.say("so about three grid points pass while it works.")
+    _ = try loop.run(mode: .default, timeout: .milliseconds(520))
+    timer.invalidate()
+    let fired = fires.withLock { $0 }
+    narration.expect(
+      fired.count >= 3 && fired.count <= 8,
+      "it fired \(fired.count) times, not 10: the missed fires were not replayed one by one")
+    if fired.count >= 3 {
+      narration.expect(
+        fired[2].at >= 280,
+        "the catch-up fire came once the slow handler had returned (\(one(fired[2].at)) ms)")
+    }
+    narration.expect(
+      fired.allSatisfy { onGrid($0.next, from: start, step: step) },
+      "every next fire date, also after the catch-up, was on the 50 ms grid")
+  }
+
+  static let timersTolerance = Scenario(
+    name: "timers-tolerance",
+    title: "Tolerance lets the loop serve several timers with one wake-up",
+    guide: "Run Loops > Timer Sources (tolerance)"
+  ) { narration in
+    let loop = EventRunLoop.current
+    func wakeUps(tolerance: Duration, mode: LoopMode) throws -> (Int, [Double]) {
+      let wakes = Atomic<Int>(0)
+      let observer = LoopObserver(activities: .afterWaiting, name: "count-wakes") { _, _ in
+        wakes.add(1, ordering: .relaxed)
+      }
+      loop.add(observer, mode: mode)
+      defer { observer.invalidate() }
+      let start = ContinuousClock.now
+      let fired = GuardedState<[Double]>([])
+      var timers: [LoopTimer] = []
+      for index in 0..<5 {
+        let timer = try LoopTimer(
+          fireAt: start + .milliseconds(100 + 10 * index), tolerance: tolerance,
+          name: "t\(index)"
+        ) { _ in
+          fired.withLock { $0.append(since(start)) }
+        }
+        try loop.add(timer, mode: mode)
+        timers.append(timer)
+      }
+      // One-shot timers leave the mode when they fire; an empty mode ends the run.
+      _ = try loop.run(mode: mode, timeout: .seconds(2))
+      for timer in timers { timer.invalidate() }
+      return (wakes.load(ordering: .relaxed), fired.withLock { $0 })
+    }
+    narration.say("Five one-shot timers due at 100, 110, 120, 130 and 140 ms.")
+    let (strict, strictFires) = try wakeUps(tolerance: .zero, mode: "strict")
+    narration.event(
+      "no tolerance: \(strict) wake-ups, fired at \(strictFires.map(one)) ms")
+    let (loose, looseFires) = try wakeUps(tolerance: .milliseconds(50), mode: "loose")
+    narration.event(
+      "50 ms tolerance: \(loose) wake-ups, fired at \(looseFires.map(one)) ms")
+    narration.expect(strictFires.count == 5 && looseFires.count == 5, "all 10 timers fired")
+    narration.expect(
+      loose < strict && loose <= 2,
+      "with tolerance the loop woke \(loose)x instead of \(strict)x: it waited for the last window")
+  }
+}

@@ -1,0 +1,142 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import RunLoopCore
+import RunLoopObservers
+
+/// `runloop-demo trace`: tools over a JSON Lines trace.
+struct TraceCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "trace",
+    abstract: "Summarise a JSON log, or turn it into a Chrome/Perfetto trace or an SVG timeline.",
+    discussion: """
+      The JSON log (runloop-demo run --json-log PATH) has one record per activity, call-out \
+      and sleep of every loop (schema: Docs/TraceSchema.md).
+
+        runloop-demo trace summary runloop-trace.jsonl
+        runloop-demo trace export runloop-trace.jsonl --chrome trace.json   (open at ui.perfetto.dev)
+        runloop-demo trace timeline runloop-trace.jsonl --svg timeline.svg  (open in a browser)
+      """,
+    subcommands: [Summary.self, Export.self, Timeline.self]
+  )
+
+  /// Reads a trace, turning every failure into a message for people.
+  static func records(at path: String) throws -> [TraceRecord] {
+    ForegroundSignals.restoreDefault()
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+      throw DemoError("cannot read '\(path)': no such file")
+    }
+    guard !isDirectory.boolValue else {
+      throw DemoError("cannot read '\(path)': it is a directory")
+    }
+    guard FileManager.default.isReadableFile(atPath: path) else {
+      throw DemoError("cannot read '\(path)': permission denied")
+    }
+    do {
+      return try TraceLog.read(contentsOf: path)
+    } catch {
+      throw DemoError("'\(path)' is not a runloop JSON log: \(error.message)")
+    }
+  }
+
+  /// Writes `data` to `path`, turning a failure into a message for people.
+  static func write(_ data: Data, to path: String) throws {
+    let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard descriptor >= 0 else {
+      throw DemoError("cannot write '\(path)': \(String(cString: strerror(errno)))")
+    }
+    defer { close(descriptor) }
+    let written = data.withUnsafeBytes { buffer -> Int in
+      var offset = 0
+      while offset < buffer.count {
+        let count = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+        if count < 0 {
+          if errno == EINTR { continue }
+          return -1
+        }
+        offset += count
+      }
+      return offset
+    }
+    guard written == data.count else {
+      throw DemoError("cannot write '\(path)': \(String(cString: strerror(errno)))")
+    }
+  }
+
+  struct Summary: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract: "Per loop: passes, % asleep, timer lateness and the call-outs that took longest.")
+
+    @Argument(help: ArgumentHelp("The JSON log.", valueName: "file"))
+    var file: String
+
+    @Option(name: .long, help: "How many call-outs to list per loop.")
+    var top: Int = 5
+
+    func validate() throws {
+      guard top >= 0 else { throw ValidationError("--top cannot be negative") }
+    }
+
+    func run() throws {
+      let records = try TraceCommand.records(at: file)
+      let runs = Set(records.map(\.run))
+      StandardStreams.out(
+        "\(records.count) records, run id\(runs.count == 1 ? "" : "s") \(runs.sorted().joined(separator: ", "))"
+      )
+      StandardStreams.write(1, TraceSummary(records: records, top: top).text)
+    }
+  }
+
+  struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract: "Write a Chrome Trace Event file (opens in ui.perfetto.dev or chrome://tracing).")
+
+    @Argument(help: ArgumentHelp("The JSON log.", valueName: "file"))
+    var file: String
+
+    @Option(
+      name: .long, help: ArgumentHelp("Where to write the Chrome trace.", valueName: "out.json"))
+    var chrome: String
+
+    func run() throws {
+      let records = try TraceCommand.records(at: file)
+      let data: Data
+      do {
+        data = try ChromeTrace.json(from: records)
+      } catch {
+        throw DemoError("cannot build the Chrome trace: \(error.message)")
+      }
+      try TraceCommand.write(data, to: chrome)
+      StandardStreams.out("wrote \(chrome): \(records.count) records as Chrome trace events")
+    }
+  }
+
+  struct Timeline: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract:
+        "Draw an SVG timeline: a row per thread, blue asleep, grey awake, orange in call-outs.")
+
+    @Argument(help: ArgumentHelp("The JSON log.", valueName: "file"))
+    var file: String
+
+    @Option(name: .long, help: ArgumentHelp("Where to write the SVG.", valueName: "out.svg"))
+    var svg: String
+
+    @Option(name: .long, help: "Width of the picture in pixels (200 to 20000).")
+    var width: Int = 1200
+
+    func validate() throws {
+      guard (200...20_000).contains(width) else {
+        throw ValidationError("--width must be between 200 and 20000, not \(width)")
+      }
+    }
+
+    func run() throws {
+      let records = try TraceCommand.records(at: file)
+      let text = TraceTimeline.svg(from: records, width: width)
+      try TraceCommand.write(Data(text.utf8), to: svg)
+      StandardStreams.out("wrote \(svg): \(TraceTimeline.spans(from: records).count) spans")
+    }
+  }
+}
