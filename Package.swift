@@ -13,6 +13,7 @@ let package = Package(
     .library(name: "RunLoopObservers", targets: ["RunLoopObservers"]),
     .library(name: "RunLoopJournal", targets: ["RunLoopJournal"]),
     .executable(name: "runloop-demo", targets: ["RunLoopDemo"]),
+    .executable(name: "runloop-bench", targets: ["RunLoopBench"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
@@ -70,6 +71,19 @@ let package = Package(
       ],
       path: "Sources/Demo"
     ),
+    // Side-by-side benchmarks against CFRunLoop and the bare Linux calls (Docs/Performance.md).
+    .executableTarget(
+      name: "RunLoopBench",
+      dependencies: [
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "CBenchSupport",
+        "CRunLoopLinux",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "Histogram", package: "hdrhistogram-swift"),
+      ],
+      path: "Sources/Bench"
+    ),
+    // The bench's allocation counter (malloc interposed in the bench executable only).
+    .target(name: "CBenchSupport", path: "Sources/BenchSupport"),
     // A small program the tests start as a separate process (main-thread behaviour, cross-process ports).
     .executableTarget(
       name: "RunLoopTestHelper",

@@ -231,7 +231,9 @@ public final class EventRunLoop: @unchecked Sendable {
       state.providers.append(provider)
       return true
     }
-    if added { wakeUp() }
+    // The loop's own thread is not asleep, and it asks every provider for its deadline
+    // before it next sleeps: a wake-up from here would only cost an empty pass.
+    if added && !isCurrent { wakeUp() }
   }
 
   /// Unplugs a deadline provider. Safe from any thread.

@@ -46,6 +46,9 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
 
   private struct State {
     var threadNames: [pid_t: String] = [:]
+    // The last thread looked up: a traced loop asks for its own thread's name on every
+    // record, and a hash lookup per record showed in runloop-bench's tracing profile.
+    var lastThread: (tid: pid_t, name: String)?
     var loops: [EventRunLoop] = []
     var everyLoop = false
     var closed = false
@@ -187,7 +190,13 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
 
   /// The calling (loop) thread's name, read once per thread.
   private func threadName(_ tid: pid_t) -> String {
-    if let known = state.withLock({ $0.threadNames[tid] }) { return known }
+    let cached = state.withLock { state -> String? in
+      if let last = state.lastThread, last.tid == tid { return last.name }
+      guard let name = state.threadNames[tid] else { return nil }
+      state.lastThread = (tid, name)
+      return name
+    }
+    if let cached { return cached }
     // Read once per thread from /proc (Glibc does not expose pthread_getname_np to Swift).
     let name = _readFirstLine("/proc/self/task/\(tid)/comm") ?? "thread-\(tid)"
     state.withLock { $0.threadNames[tid] = name }

@@ -1,4 +1,5 @@
 import RunLoopCore
+import Synchronization
 
 /// The observers of one loop, by mode: the one instrument the Observers module attaches to a
 /// loop (lazily, when the first observer is added) to turn activities into observer
@@ -8,6 +9,11 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
   // Guarded by its own lock: which observers are in which modes, and the common modes
   // the cached resolutions were computed for.
   private let state = GuardedState(State())
+  // How many (observer, mode) pairs the table holds; changed under the lock.
+  private let scheduledCount = Atomic<Int>(0)
+  // Bumped on every change to the table; a notification re-checks an observer's membership
+  // only when an earlier call-out of the same notification changed the table.
+  private let mutations = Atomic<UInt64>(0)
 
   private struct State {
     var table = LoopModeTable<LoopObserver>()
@@ -22,13 +28,27 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
 
   /// Adds `observer` to `mode`; returns `false` when it was already there.
   func add(_ observer: LoopObserver, mode: LoopMode) -> Bool {
-    state.withLock { $0.table.insert(observer, in: mode) }
+    state.withLock { state in
+      let inserted = state.table.insert(observer, in: mode)
+      if inserted {
+        scheduledCount.add(1, ordering: .releasing)
+        mutations.add(1, ordering: .releasing)
+      }
+      return inserted
+    }
   }
 
   /// Removes `observer` from `mode`; returns whether it was there.
   @discardableResult
   func remove(_ observer: LoopObserver, mode: LoopMode) -> Bool {
-    let removed = state.withLock { $0.table.remove(observer, from: mode) }
+    let removed = state.withLock { state in
+      let removed = state.table.remove(observer, from: mode)
+      if removed {
+        scheduledCount.subtract(1, ordering: .releasing)
+        mutations.add(1, ordering: .releasing)
+      }
+      return removed
+    }
     if removed { observer.didRemove(from: self, mode: mode) }
     return removed
   }
@@ -50,14 +70,20 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
   }
 
   func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
+    // The registry stays installed once a loop had an observer: with none scheduled now, a
+    // notification must cost no more than this load (runloop-bench, tracing off again).
+    guard scheduledCount.load(ordering: .acquiring) > 0 else { return }
     // Copy the list out and call with no lock held: an observer may add or remove observers
     // (those added now are first told about the next notification) or run the loop nested.
     let commonModes = loop.commonModes
+    let version = mutations.load(ordering: .acquiring)
     let candidates = observers(for: info.mode, commonModes: commonModes)
     for observer in candidates where observer.activities.contains(activity) {
       // One removed or invalidated by an earlier call-out of this notification is skipped.
-      guard observer.isValid, isScheduled(observer, for: info.mode, commonModes: commonModes)
-      else { continue }
+      guard observer.isValid else { continue }
+      if mutations.load(ordering: .acquiring) != version {
+        guard isScheduled(observer, for: info.mode, commonModes: commonModes) else { continue }
+      }
       loop.withCallout(.observer, name: observer.name) {
         _ = observer.fire(activity)
       }

@@ -11,6 +11,9 @@ import RunLoopCore
 /// loop never waits for the writer. Without one the queue grows as needed (the JSON sink's
 /// lossless choice).
 package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
+  /// How long the writer waits after a wake-up before it takes the batch.
+  static var lingerMicroseconds: UInt32 { 2000 }
+
   private let capacity: Int?
   private let name: String
   private let write: @Sendable ([Element]) -> Void
@@ -127,6 +130,10 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
       if done { break }
       if batch.isEmpty {
         wake.wait()
+        // Linger before draining: records that arrive meanwhile join one batch, and their
+        // producers find the writer busy and post no semaphore. Waking the writer for each
+        // record cost the traced loop a futex wake-up per record (runloop-bench, tracing).
+        usleep(Self.lingerMicroseconds)
         continue
       }
       write(batch)

@@ -267,7 +267,9 @@ public final class NamedPort: @unchecked Sendable {
   {
     var input: [UInt8] = []
     var start = 0
-    var chunk = [UInt8](repeating: 0, count: 65536)
+    // Start small and grow when a read fills the chunk: a zeroed 64 KiB array per request
+    // cost more than the round trip itself for small replies (runloop-bench, ports).
+    var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
       switch _Frame.parse(input, from: start, maxPayload: maxMessageSize) {
       case .frame(let frame, let consumed):
@@ -290,6 +292,9 @@ public final class NamedPort: @unchecked Sendable {
       let count = read(descriptor, &chunk, chunk.count)
       if count > 0 {
         input += chunk[0..<count]
+        if count == chunk.count && chunk.count < 65536 {
+          chunk = [UInt8](repeating: 0, count: chunk.count * 4)
+        }
       } else if count == 0 || errno == ECONNRESET {
         throw .peerClosed("port '\(name)' closed the connection before replying")
       } else if errno != EAGAIN && errno != EINTR {

@@ -1,0 +1,291 @@
+import Foundation
+import Histogram
+import Synchronization
+
+/// Every suite: its name, and what it runs, adding rows to the report.
+struct Suite {
+  let name: String
+  let run: @Sendable (BenchOptions, Report) throws -> Void
+}
+
+/// Runs `ours`, `cf` and `floor` in turn `rounds` times (interleaved, so drifts in machine
+/// load hit all three alike) and returns the median of each.
+func interleaved(
+  rounds: Int, ours: () throws -> Double, cf: () throws -> Double,
+  floor: (() throws -> Double)? = nil
+) throws -> (ours: Double, cf: Double, floor: Double?) {
+  var a: [Double] = []
+  var b: [Double] = []
+  var c: [Double] = []
+  // RUNLOOP_BENCH_ONLY=ours|cf|floor runs one side only: for profiling (perf, strace).
+  let only = ProcessInfo.processInfo.environment["RUNLOOP_BENCH_ONLY"]
+  for _ in 0..<rounds {
+    a.append(only == nil || only == "ours" ? try ours() : .nan)
+    b.append(only == nil || only == "cf" ? try cf() : .nan)
+    if let floor { c.append(only == nil || only == "floor" ? try floor() : .nan) }
+  }
+  return (median(a), median(b), floor == nil ? nil : median(c))
+}
+
+let allSuites: [Suite] = [
+  Suite(name: "ping-pong") { options, report in
+    let trips = options.quick ? 3000 : 20000
+    let result = try interleaved(
+      rounds: options.quick ? 1 : 3, ours: { try ourPingPong(roundTrips: trips) },
+      cf: { cfPingPong(roundTrips: trips) }, floor: { floorPingPong(roundTrips: trips) })
+    let vsCF = result.ours / result.cf
+    let vsFloor = result.ours / result.floor!
+    report.add(
+      ResultRow(
+        suite: "ping-pong", metric: "round trips", unit: "/s", ours: result.ours, cf: result.cf,
+        floor: result.floor, advantage: vsCF, target: ">= 1.2x CF, >= 0.8x floor",
+        pass: vsCF >= 1.2 && vsFloor >= 0.8,
+        note: String(
+          format: "ours/floor = %.2f; allocations per round trip: ours %.1f, CF %.1f", vsFloor,
+          Double(pingPongAllocations.load(ordering: .relaxed)) / Double(trips),
+          Double(cfPingPongAllocations.load(ordering: .relaxed)) / Double(trips))))
+  },
+  Suite(name: "signal-pummel") { options, report in
+    let duration = options.quick ? 0.3 : 1.0
+    var ours: [PummelResult] = []
+    var cf: [PummelResult] = []
+    for _ in 0..<(options.quick ? 1 : 3) {
+      ours.append(try ourPummel(seconds: duration))
+      cf.append(cfPummel(seconds: duration))
+    }
+    for (metric, key) in [
+      ("signals", \PummelResult.signalsPerSecond), ("call-outs", \.calloutsPerSecond),
+    ] {
+      let a = median(ours.map { $0[keyPath: key] })
+      let b = median(cf.map { $0[keyPath: key] })
+      report.add(
+        ResultRow(
+          suite: "signal pummel", metric: metric, unit: "/s", ours: a, cf: b, floor: nil,
+          advantage: a / b, target: ">= 2x CF", pass: a / b >= 2))
+    }
+  },
+  Suite(name: "empty-passes") { options, report in
+    let passes = options.quick ? 50_000 : 300_000
+    let result = try interleaved(
+      rounds: options.quick ? 1 : 3, ours: { try ourEmptyPasses(passes) },
+      cf: { try cfEmptyPasses(passes) }, floor: { floorEmptyPasses(passes) })
+    report.add(
+      ResultRow(
+        suite: "empty passes", metric: "zero-timeout runs", unit: "/s", ours: result.ours,
+        cf: result.cf, floor: result.floor, advantage: result.ours / result.cf,
+        target: ">= 1.5x CF", pass: result.ours / result.cf >= 1.5))
+  },
+  Suite(name: "timer-churn") { options, report in
+    let counts =
+      options.quick ? [1000, 3000, 10_000, 30_000] : [1000, 3000, 10_000, 30_000, 100_000]
+    var ourTimes: [Int: Double] = [:]
+    for count in counts {
+      var generator = SystemRandomNumberGenerator()
+      let offsets = (0..<count).map { _ in Double.random(in: 1...100, using: &generator) }
+      let rounds = count >= 100_000 ? 1 : (options.quick ? 1 : 3)
+      let result = try interleaved(
+        rounds: rounds, ours: { try ourTimerChurn(offsets: offsets) },
+        cf: { try cfTimerChurn(offsets: offsets) })
+      ourTimes[count] = result.ours
+      let isLargest = count == counts.last
+      report.add(
+        ResultRow(
+          suite: "timer churn", metric: "\(count) schedule+cancel", unit: "ms",
+          ours: result.ours * 1000, cf: result.cf * 1000, floor: nil,
+          advantage: result.cf / result.ours,
+          target: isLargest && count == 100_000 ? ">= 50x CF" : "report",
+          pass: isLargest && count == 100_000 ? result.cf / result.ours >= 50 : nil))
+    }
+    if let small = ourTimes[10_000], let largest = counts.last, let large = ourTimes[largest] {
+      let n1 = 10_000.0
+      let n2 = Double(largest)
+      let expected = (n2 * log2(n2)) / (n1 * log2(n1))
+      let growth = large / small
+      report.add(
+        ResultRow(
+          suite: "timer churn", metric: "growth 10000->\(largest) (ours)", unit: "x",
+          ours: growth, cf: nil, floor: expected, advantage: nil,
+          target: "O(n log n): <= 2x the n log n ratio", pass: growth <= 2 * expected,
+          note: String(format: "n log n predicts %.1fx; linear would be %.0fx", expected, n2 / n1)))
+    }
+  },
+  Suite(name: "timer-lateness") { options, report in
+    // Four interleaved rounds of a quarter of the time each, histograms merged: a change in
+    // machine load then hits all three alike.
+    let duration = options.quick ? 0.5 : 2.0
+    var histograms = [Histogram<UInt64>](
+      repeating: Histogram(
+        highestTrackableValue: 10_000_000, numberOfSignificantValueDigits: .three),
+      count: 3)
+    for _ in 0..<4 {
+      histograms[0].add(try ourLateness(seconds: duration / 4))
+      histograms[1].add(try cfLateness(seconds: duration / 4))
+      histograms[2].add(try floorLateness(seconds: duration / 4))
+    }
+    let (ours, cf, floor) = (
+      Lateness(histograms[0]), Lateness(histograms[1]), Lateness(histograms[2])
+    )
+    report.add(
+      ResultRow(
+        suite: "timer lateness", metric: "p50 (1 ms repeating)", unit: "us", ours: ours.p50,
+        cf: cf.p50, floor: floor.p50, advantage: cf.p50 / ours.p50,
+        target: "<= CF, <= 1.5x floor", pass: ours.p50 <= cf.p50 && ours.p50 <= 1.5 * floor.p50,
+        note: "ticks: ours \(ours.ticks), CF \(cf.ticks), floor \(floor.ticks)"))
+    report.add(
+      ResultRow(
+        suite: "timer lateness", metric: "p99 (1 ms repeating)", unit: "us", ours: ours.p99,
+        cf: cf.p99, floor: floor.p99, advantage: cf.p99 / ours.p99, target: "<= CF",
+        pass: ours.p99 <= cf.p99))
+  },
+  Suite(name: "tolerance") { options, report in
+    var generator = SystemRandomNumberGenerator()
+    let offsets = (0..<1000).map { _ in Double.random(in: 0.01...1.0, using: &generator) }
+    let ours = try ourTolerance(offsets: offsets, tolerance: 0.05)
+    let cf = try cfTolerance(offsets: offsets, tolerance: 0.05)
+    let floor = minimumWakeUps(offsets: offsets, tolerance: 0.05)
+    let advantage = Double(cf.wakeUps) / Double(max(1, ours.wakeUps))
+    report.add(
+      ResultRow(
+        suite: "tolerance", metric: "wake-ups, 1000 timers/1 s, 50 ms", unit: "count",
+        ours: Double(ours.wakeUps), cf: Double(cf.wakeUps), floor: Double(floor),
+        advantage: advantage, target: "<= 1/5 of CF", pass: advantage >= 5,
+        note: "fired: ours \(ours.fired), CF \(cf.fired); floor = fewest wake-ups possible"))
+  },
+  Suite(name: "idle") { options, report in
+    let duration = options.quick ? 0.25 : 1.0
+    let ours = try ourIdle(seconds: duration)
+    let cf = try cfIdle(seconds: duration)
+    report.add(
+      ResultRow(
+        suite: "idle", metric: "extra passes (far timer, \(duration) s)", unit: "count",
+        ours: Double(ours.extraPasses), cf: Double(cf.extraPasses), floor: 0, advantage: nil,
+        target: "0", pass: ours.extraPasses == 0))
+    report.add(
+      ResultRow(
+        suite: "idle", metric: "extra wake-ups", unit: "count", ours: Double(ours.extraWakeUps),
+        cf: Double(cf.extraWakeUps), floor: 0, advantage: nil, target: "0",
+        pass: ours.extraWakeUps == 0,
+        note: "context switches of the loop thread besides the final one: ours "
+          + "\(ours.contextSwitches), CF \(cf.contextSwitches)"))
+  },
+  Suite(name: "tracing") { options, report in
+    let batches = options.quick ? 10 : 60
+    let passes = options.quick ? 500 : 1000
+    let ours = try ourTracing(batches: batches, passesPerBatch: passes)
+    let cf = try cfTracing(batches: batches, passesPerBatch: passes)
+    report.add(
+      ResultRow(
+        suite: "tracing overhead", metric: "per activity, tracer+JSON sink+observer", unit: "ns",
+        ours: ours.tracedPerActivity, cf: cf.tracedPerActivity, floor: nil, advantage: nil,
+        target: "<= 1000 ns (median)", pass: ours.tracedPerActivity <= 1000,
+        note: "CF column: one CF observer, no sink (CF has no tracer)"))
+    report.add(
+      ResultRow(
+        suite: "tracing overhead", metric: "per activity, tracer+JSON sink only", unit: "ns",
+        ours: ours.tracerOnlyPerActivity, cf: nil, floor: nil, advantage: nil,
+        target: "report", pass: nil))
+    report.add(
+      ResultRow(
+        suite: "tracing overhead", metric: "per activity, one observer only", unit: "ns",
+        ours: ours.observerOnlyPerActivity, cf: cf.tracedPerActivity, floor: nil,
+        advantage: cf.tracedPerActivity / ours.observerOnlyPerActivity, target: "report",
+        pass: nil))
+    let offShare = ours.offPerActivity * 4 / ours.passNanoseconds
+    report.add(
+      ResultRow(
+        suite: "tracing overhead", metric: "per activity, tracing off again", unit: "ns",
+        ours: ours.offPerActivity, cf: cf.offPerActivity, floor: nil, advantage: nil,
+        target: "within 5% of a pass", pass: abs(offShare) <= 0.05,
+        note: String(
+          format: "untraced pass: ours %.0f ns, CF %.0f ns; off changes ours by %.1f%%",
+          ours.passNanoseconds, cf.passNanoseconds, offShare * 100)))
+  },
+  Suite(name: "memory") { options, report in
+    let count = options.quick ? 2000 : 10_000
+    let fire = options.quick ? 0.1 : 0.3
+    let ours = try ourMemory(count: count, fireSeconds: fire)
+    let cf = try cfMemory(count: count, fireSeconds: fire)
+    report.add(
+      ResultRow(
+        suite: "memory", metric: "bytes per scheduled timer", unit: "B", ours: ours.bytesPerTimer,
+        cf: cf.bytesPerTimer, floor: nil, advantage: cf.bytesPerTimer / ours.bytesPerTimer,
+        target: "<= 128 B", pass: ours.bytesPerTimer <= 128))
+    report.add(
+      ResultRow(
+        suite: "memory", metric: "bytes per custom source", unit: "B", ours: ours.bytesPerSource,
+        cf: cf.bytesPerSource, floor: nil, advantage: cf.bytesPerSource / ours.bytesPerSource,
+        target: "report", pass: nil))
+    report.add(
+      ResultRow(
+        suite: "memory", metric: "allocations per repeating fire", unit: "count",
+        ours: ours.allocationsPerFire, cf: cf.allocationsPerFire, floor: 0, advantage: nil,
+        target: "0", pass: ours.allocationsPerFire < 0.01,
+        note: String(
+          format:
+            "whole loop pass per fire; an idle zero-timeout pass allocates ours %.2f, CF %.2f",
+          ours.allocationsPerIdlePass, cf.allocationsPerIdlePass)))
+  },
+  Suite(name: "threads") { options, report in
+    // One thread of each kind in turn, median of each: a loaded machine delays some
+    // thread starts by milliseconds, and a mean would be mostly those.
+    let count = options.quick ? 30 : 300
+    var ours: [Double] = []
+    var cf: [Double] = []
+    var floor: [Double] = []
+    for index in 0..<count {
+      ours.append(try ourThreadOnce(index))
+      cf.append(cfThreadOnce(index))
+      floor.append(floorThreadOnce())
+    }
+    let result = (ours: median(ours), cf: median(cf), floor: median(floor))
+    report.add(
+      ResultRow(
+        suite: "thread costs", metric: "create+start+join a loop thread (median)", unit: "us",
+        ours: result.ours, cf: result.cf, floor: result.floor, advantage: result.cf / result.ours,
+        target: "report (macOS guide: ~90 us)", pass: nil,
+        note: "CF column: Foundation Thread + CFRunLoopGetCurrent, until its body ends; floor: "
+          + "pthread_create+join of an empty body"))
+    let parked = options.quick ? 10 : 40
+    let oursMemory = try threadMemoryInChild("ours", count: parked)
+    let cfMemory = try threadMemoryInChild("cf", count: parked)
+    report.add(
+      ResultRow(
+        suite: "thread costs", metric: "virtual memory per parked loop thread", unit: "KiB",
+        ours: oursMemory.virtualKB, cf: cfMemory.virtualKB, floor: nil, advantage: nil,
+        target: "report (macOS guide: 512 KiB stack)", pass: nil))
+    report.add(
+      ResultRow(
+        suite: "thread costs", metric: "resident memory per parked loop thread", unit: "KiB",
+        ours: oursMemory.residentKB, cf: cfMemory.residentKB, floor: nil, advantage: nil,
+        target: "report (macOS guide: ~1 KiB kernel)", pass: nil))
+    report.add(
+      ResultRow(
+        suite: "thread costs", metric: "heap per parked loop thread", unit: "B",
+        ours: oursMemory.heapBytes, cf: cfMemory.heapBytes, floor: nil, advantage: nil,
+        target: "report",
+        pass: nil,
+        note: String(
+          format: "descriptors per loop thread: ours %.1f, CF %.1f", oursMemory.descriptors,
+          cfMemory.descriptors)))
+  },
+  Suite(name: "ports") { options, report in
+    let count = options.quick ? 20_000 : 200_000
+    let ours = try ourPortMessages(count)
+    let socket = socketPortMessagesInChild(options.quick ? 2000 : 20_000)
+    report.add(
+      ResultRow(
+        suite: "ports", metric: "in-process messages", unit: "/s", ours: ours, cf: socket.rate,
+        floor: nil, advantage: socket.rate.map { ours / $0 }, target: ">= 2x SocketPort",
+        pass: socket.rate.map { ours / $0 >= 2 },
+        note: socket.rate == nil
+          ? "Foundation SocketPort on Linux: \(socket.note)"
+          : "CF column: Foundation SocketPort over loopback TCP"))
+    let (named, raw) = try crossProcessRoundTrips(
+      rounds: options.quick ? 3 : 9, seconds: options.quick ? 0.1 : 0.2)
+    report.add(
+      ResultRow(
+        suite: "ports", metric: "cross-process request/reply", unit: "/s", ours: named, cf: nil,
+        floor: raw, advantage: nil, target: ">= 0.7x raw Unix socket", pass: named / raw >= 0.7,
+        note: String(format: "ours/raw = %.2f", named / raw)))
+  },
+]
