@@ -247,6 +247,9 @@ public final class EventRunLoop: @unchecked Sendable {
   /// CFRunLoop does when a thread's loop is finalised. This also breaks the usual cycle of a
   /// source whose closure captures its loop, so the loop and its descriptors are released.
   func threadDidExit() {
+    // Taken out, to be released after the lock: freeing a provider frees its items (timers)
+    // and what their closures captured, whose deinits may use this loop.
+    var providers: [any LoopDeadlineProvider] = []
     let (abandoned, sources) = state.withLock {
       state -> (Deque<PerformRequest>, [(CustomInputSource, LoopMode)]) in
       state.threadExited = true
@@ -265,7 +268,7 @@ public final class EventRunLoop: @unchecked Sendable {
         for mode in state.watches.modes(of: watch) { state.watches.remove(watch, from: mode) }
         unregister(watch, state: &state)
       }
-      state.providers.removeAll()
+      swap(&providers, &state.providers)
       state.instruments.removeAll()
       return (abandoned, sources)
     }
@@ -273,6 +276,7 @@ public final class EventRunLoop: @unchecked Sendable {
     local.instrumentCache = InstrumentCache()
     for request in abandoned { request.abandon() }
     for (source, mode) in sources { source.cancelHandler?(self, mode) }
+    providers.removeAll()
   }
 }
 
