@@ -249,13 +249,17 @@ public final class EventRunLoop: @unchecked Sendable {
   /// CFRunLoop does when a thread's loop is finalised. This also breaks the usual cycle of a
   /// source whose closure captures its loop, so the loop and its descriptors are released.
   func threadDidExit() {
-    let (abandoned, sources, instruments) = state.withLock {
-      state -> (Deque<PerformRequest>, [(CustomInputSource, LoopMode)], [any RunLoopInstrument])
-      in
+    // Everything is taken out under the lock and released after it: freeing a provider frees
+    // its timers, and freeing a source, watch or instrument frees what its closures captured,
+    // whose deinits may use this loop.
+    var providers: [any LoopDeadlineProvider] = []
+    var instruments: [any RunLoopInstrument] = []
+    var watches: [DescriptorWatch] = []
+    var abandoned = Deque<PerformRequest>()
+    var sources: [(CustomInputSource, LoopMode)] = []
+    state.withLock { state in
       state.threadExited = true
-      let abandoned = state.performQueue
-      state.performQueue.removeAll()
-      var sources: [(CustomInputSource, LoopMode)] = []
+      swap(&abandoned, &state.performQueue)
       for mode in state.sources.modes {
         for source in state.sources.items(in: mode) {
           state.sources.remove(source, from: mode)
@@ -264,14 +268,13 @@ public final class EventRunLoop: @unchecked Sendable {
           sources += concrete.map { (source, $0) }
         }
       }
-      for watch in Array(state.watchesByToken.values) {
+      watches = Array(state.watchesByToken.values)
+      for watch in watches {
         for mode in state.watches.modes(of: watch) { state.watches.remove(watch, from: mode) }
         unregister(watch, state: &state)
       }
-      state.providers.removeAll()
-      let instruments = state.instruments
-      state.instruments.removeAll()
-      return (abandoned, sources, instruments)
+      swap(&providers, &state.providers)
+      swap(&instruments, &state.instruments)
     }
     instrumentsVersion.wrappingAdd(1, ordering: .releasing)
     local.instrumentCache = InstrumentCache()
@@ -283,7 +286,11 @@ public final class EventRunLoop: @unchecked Sendable {
     for instrument in everyLoop where !instruments.contains(where: { $0 === instrument }) {
       instrument.runLoopThreadDidExit(self)
     }
+    providers.removeAll()
+    instruments.removeAll()
+    watches.removeAll()
   }
+
 }
 
 extension EventRunLoop: Hashable, CustomStringConvertible {

@@ -46,5 +46,7 @@ public final class DelayedPerform: Sendable {
   /// ```
   public func cancel() {
     timer.invalidate()
+    // Forget it under its key now, not at the next cancelDelayedPerforms(key:).
+    if let key { timer.scheduler?.forget(timer, key: key) }
   }
 }

@@ -15,7 +15,8 @@ extension EventRunLoop {
   ///   - name: the request's name in traces.
   ///   - block: the work.
   /// - Returns: a handle to cancel this one request. If this loop's thread has exited, the
-  ///   request is already cancelled.
+  ///   request is already cancelled (nothing is scheduled and nothing is kept). A request
+  ///   still pending when the thread exits is cancelled then, and `block` is released.
   ///
   /// ```swift
   /// let loop = EventRunLoop.current
@@ -26,14 +27,14 @@ extension EventRunLoop {
     after delay: Duration, inModes modes: [LoopMode] = [.default], key: String? = nil,
     name: String = "delayedPerform", _ block: @escaping @Sendable () -> Void
   ) -> DelayedPerform {
-    let scheduler = _TimerScheduler.of(self)
-    // A one-shot timer never throws at creation.
+    // A one-shot timer never throws at creation. The handler finds the scheduler through
+    // the timer's weak link: capturing it would make a cycle (scheduler, timer, handler).
     let timer = try! LoopTimer(fireAt: .now + delay, name: name) { timer in
-      if let key { scheduler.forget(timer, key: key) }
+      if let key { timer.scheduler?.forget(timer, key: key) }
       block()
     }
     let request = DelayedPerform(key: key, timer: timer)
-    guard !modes.isEmpty else {
+    guard !modes.isEmpty, let scheduler = _TimerScheduler.of(self) else {
       timer.invalidate()
       return request
     }
@@ -50,7 +51,7 @@ extension EventRunLoop {
 
   /// Cancels every pending delayed perform made on this loop with `key` (the guide's
   /// `cancelPreviousPerformRequestsWithTarget:`). Safe from any thread. Returns how many were
-  /// cancelled.
+  /// cancelled: 0 on a loop whose thread has exited (its requests were cancelled then).
   ///
   /// ```swift
   /// loop.cancelDelayedPerforms(key: "search")
@@ -58,7 +59,7 @@ extension EventRunLoop {
   /// ```
   @discardableResult
   public func cancelDelayedPerforms(key: String) -> Int {
-    let scheduler = _TimerScheduler.of(self)
+    guard let scheduler = _TimerScheduler.existing(of: self) else { return 0 }
     let timers = scheduler.state.withLock { $0.delayedByKey.removeValue(forKey: key) ?? [] }
     var cancelled = 0
     for timer in timers where timer.isValid {
@@ -70,7 +71,7 @@ extension EventRunLoop {
 }
 
 extension _TimerScheduler {
-  /// Removes a delayed perform's timer from its key's list.
+  /// Removes a delayed perform's timer from its key's list (when it fires or is cancelled).
   func forget(_ timer: LoopTimer, key: String) {
     state.withLock { state in
       guard var list = state.delayedByKey[key] else { return }

@@ -19,19 +19,22 @@ extension EventRunLoop {
   ///   (or a one-shot timer already fired), ``RunLoopCore/RunLoopError/Code/loopThreadExited``
   ///   when this loop's thread has exited.
   public func add(_ timer: LoopTimer, mode: LoopMode) throws(RunLoopError) {
-    guard !threadHasExited else {
-      throw .loopThreadExited("\(self)'s thread has exited; timer '\(timer.name)' would never fire")
-    }
-    let scheduler = _TimerScheduler.of(self)
+    let exited = RunLoopError.loopThreadExited(
+      "\(self)'s thread has exited; timer '\(timer.name)' would never fire")
+    guard let scheduler = _TimerScheduler.of(self) else { throw exited }
     let earlier = try timer.link.withLock { link throws(RunLoopError) -> Bool in
       guard timer.isValid else {
         throw .invalidated("timer '\(timer.name)' is invalid; create a new timer instead")
       }
-      if let owner = link.scheduler, owner !== scheduler {
-        let other = owner.loop.map { "\($0)" } ?? "a loop that no longer exists"
+      if let owner = link.loopID, link.scheduler !== scheduler {
+        // Its scheduler is gone only once its loop's thread has exited.
+        guard owner != id else { throw exited }
+        let other = link.loop.map { "\($0)" } ?? "a loop that no longer exists"
         throw .alreadyInUse("timer '\(timer.name)' belongs to \(other); it cannot join \(self)")
       }
       link.scheduler = scheduler
+      link.loop = self
+      link.loopID = id
       return scheduler.state.withLock { $0.add(timer, to: mode) }
     }
     scheduler.wakeIfNeeded(earlier)
@@ -48,16 +51,20 @@ extension EventRunLoop {
 
   /// Takes `timer` out of `mode` of this loop (CoreFoundation's `CFRunLoopRemoveTimer`). The
   /// timer stays valid and belongs to this loop; it can be added again. Does nothing when
-  /// the timer is not in that mode of this loop.
+  /// the timer is not in that mode of this loop. Safe from any thread: a sleeping loop wakes,
+  /// so that a run in a mode this leaves empty returns.
   ///
   /// ```swift
   /// loop.remove(timer, mode: "tracking")
   /// ```
   public func remove(_ timer: LoopTimer, mode: LoopMode) {
-    timer.link.withLock { link in
-      guard let scheduler = link.scheduler, scheduler.loop === self else { return }
-      scheduler.state.withLock { $0.remove(timer, from: mode) }
+    let scheduler = timer.link.withLock { link -> _TimerScheduler? in
+      guard let scheduler = link.scheduler, link.loopID == id,
+        scheduler.state.withLock({ $0.remove(timer, from: mode) })
+      else { return nil }
+      return scheduler
     }
+    scheduler?.wakeIfNeeded(true)
   }
 
   /// Whether `timer` is in `mode` of this loop, directly (not through `.common`).
@@ -67,7 +74,7 @@ extension EventRunLoop {
   /// ```
   public func contains(_ timer: LoopTimer, mode: LoopMode) -> Bool {
     timer.link.withLock { link in
-      guard let scheduler = link.scheduler, scheduler.loop === self else { return false }
+      guard let scheduler = link.scheduler, link.loopID == id else { return false }
       return scheduler.state.withLock { state in
         guard let index = state.heapIndexByMode[mode] else { return false }
         return timer.entry.slots.contains { $0.heapIndex == index && $0.active }

@@ -26,6 +26,10 @@ import Synchronization
 /// With a ``tolerance``, the timer may fire anywhere in `[fireDate, fireDate + tolerance]`;
 /// the loop uses those windows to serve several timers with one wake-up.
 ///
+/// When the thread of the timer's loop exits, the loop lets go of its timers: a timer still
+/// scheduled there becomes invalid, and is freed (with what its handler captured) unless
+/// someone else holds it.
+///
 /// Every member is safe to call from any thread. A one-shot timer is invalid by the time its
 /// handler runs. A call-out that has already begun when another thread calls
 /// ``invalidate()`` still completes.
@@ -49,7 +53,7 @@ public final class LoopTimer: @unchecked Sendable {
   // scheduler's lock (see `_TimerEntry`).
   let entry: _TimerEntry
   private let valid = Atomic<Bool>(true)
-  // Guarded by its own lock: the scheduler of the loop the timer belongs to, set once.
+  // Guarded by its own lock: the loop the timer belongs to, set once.
   let link = GuardedState(_TimerLink())
 
   /// Creates a timer that first fires at `fireAt` and then, if `interval` is given, every
@@ -59,7 +63,8 @@ public final class LoopTimer: @unchecked Sendable {
   ///   - fireAt: the first fire date. A date in the past fires as soon as the loop runs in
   ///     one of the timer's modes.
   ///   - interval: the repeat interval; `nil` makes a one-shot timer.
-  ///   - tolerance: how late the timer may fire; a negative tolerance counts as zero.
+  ///   - tolerance: how late the timer may fire; a negative tolerance counts as zero, and a
+  ///     repeating timer's is capped at half its interval (see ``tolerance``).
   ///   - name: the timer's name in traces.
   ///   - handler: called on the loop's thread with the timer.
   /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidArgument`` when `interval` is zero or
@@ -82,7 +87,17 @@ public final class LoopTimer: @unchecked Sendable {
     self.interval = interval
     self.handler = handler
     self.entry = _TimerEntry(
-      fireDate: fireAt, tolerance: max(tolerance, .zero), interval: interval)
+      fireDate: fireAt, tolerance: Self.clamped(tolerance, interval: interval),
+      interval: interval)
+  }
+
+  /// `tolerance` made valid: at least zero and, for a repeating timer, at most half the
+  /// interval, as CoreFoundation's `CFRunLoopTimerSetTolerance` does. A wider window would
+  /// let the loop wake after the next grid point too, and that fire would be skipped.
+  static func clamped(_ tolerance: Duration, interval: Duration?) -> Duration {
+    let tolerance = max(tolerance, .zero)
+    guard let interval else { return tolerance }
+    return min(tolerance, interval / 2)
   }
 
   /// Whether the timer repeats.
@@ -100,12 +115,16 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```
   public var isValid: Bool { valid.load(ordering: .acquiring) }
 
-  /// The run loop the timer was added to, or `nil` before it is added anywhere.
+  /// The run loop the timer was added to, or `nil` before it is added anywhere (and once
+  /// that loop has been freed, after its thread exited).
   ///
   /// ```swift
   /// assert(timer.runLoop === EventRunLoop.current)
   /// ```
-  public var runLoop: EventRunLoop? { link.withLock { $0.scheduler?.loop } }
+  public var runLoop: EventRunLoop? { link.withLock { $0.loop } }
+
+  /// The scheduler of the timer's loop, while the loop's thread runs.
+  var scheduler: _TimerScheduler? { link.withLock { $0.scheduler } }
 
   /// The next scheduled fire date. Setting it reschedules the timer (a repeating timer's grid
   /// starts again from the new date); on an invalid timer, setting it does nothing. While
@@ -120,16 +139,17 @@ public final class LoopTimer: @unchecked Sendable {
   }
 
   /// How late after its fire date the timer may fire (Foundation's `tolerance`). The loop
-  /// wakes no later than `fireDate + tolerance` and fires every timer whose fire date has
-  /// passed by then, so timers with overlapping windows share a wake-up. Negative values
-  /// count as zero.
+  /// wakes inside `[fireDate, fireDate + tolerance]` and fires every timer whose fire date
+  /// has passed by then, so timers with overlapping windows share a wake-up. Negative values
+  /// count as zero; a repeating timer's tolerance is capped at half its interval (as in
+  /// CoreFoundation), so that a window never reaches the next grid point.
   ///
   /// ```swift
   /// timer.tolerance = .milliseconds(50)  // 10% of a 500 ms interval
   /// ```
   public var tolerance: Duration {
     get { withEntry { $0.tolerance } }
-    set { _ = reschedule(fireDate: nil, tolerance: max(newValue, .zero)) }
+    set { _ = reschedule(fireDate: nil, tolerance: Self.clamped(newValue, interval: interval)) }
   }
 
   /// Whether the timer is suspended (see ``suspend()``).
@@ -175,7 +195,8 @@ public final class LoopTimer: @unchecked Sendable {
 
   /// Pauses the timer, keeping the time left until its next fire date (the workbook's
   /// countdown "pause"). A suspended timer does not fire and does not keep a run loop's mode
-  /// from being empty. Suspending a suspended or invalid timer does nothing.
+  /// from being empty (a run in a mode it leaves empty returns, even when suspended from
+  /// another thread). Suspending a suspended or invalid timer does nothing.
   ///
   /// ```swift
   /// countdown.suspend()
@@ -185,11 +206,15 @@ public final class LoopTimer: @unchecked Sendable {
   public func suspend() {
     guard isValid else { return }
     let now = ContinuousClock.now
-    withScheduleState { state, attached in
-      guard entry.suspendedRemaining == nil else { return }
+    let (unlinked, scheduler) = withScheduleState { state, attached -> Bool in
+      guard entry.suspendedRemaining == nil else { return false }
       entry.suspendedRemaining = max(.zero, entry.fireDate - now)
-      if attached { state.unlinkAll(self) }
+      guard attached else { return false }
+      state.unlinkAll(self)
+      return true
     }
+    // The mode may now be empty: a sleeping loop should notice.
+    scheduler?.wakeIfNeeded(unlinked)
   }
 
   /// Resumes a suspended timer: its next fire date becomes now plus the time that was left
@@ -203,7 +228,9 @@ public final class LoopTimer: @unchecked Sendable {
     guard isValid else { return }
     let now = ContinuousClock.now
     let (earlier, scheduler) = withScheduleState { state, attached -> Bool in
-      guard let remaining = entry.suspendedRemaining else { return false }
+      // Invalidated since the check above: `invalidate()` clears the flag before it takes
+      // the locks, so either it unlinks after this, or this sees the flag cleared.
+      guard isValid, let remaining = entry.suspendedRemaining else { return false }
       entry.suspendedRemaining = nil
       entry.fireDate = now + remaining
       guard attached else { return false }
@@ -227,13 +254,15 @@ public final class LoopTimer: @unchecked Sendable {
 
   /// Runs `body` holding `link` and, once the timer belongs to a loop, that loop's
   /// scheduler lock; `attached` tells which (a detached timer gets an empty scratch state).
-  /// Returns the scheduler too.
+  /// Returns the scheduler too. A timer whose loop's thread has exited (its scheduler is
+  /// gone) is invalidated first: it can never fire again.
   @discardableResult
   private func withScheduleState<Result>(
     _ body: (_ state: inout _SchedulerState, _ attached: Bool) -> Result
   ) -> (Result, _TimerScheduler?) {
     link.withLock { link -> (Result, _TimerScheduler?) in
       guard let scheduler = link.scheduler else {
+        if link.loopID != nil { _ = markInvalid() }
         var scratch = _SchedulerState()
         return (body(&scratch, false), nil)
       }
@@ -268,7 +297,11 @@ public final class LoopTimer: @unchecked Sendable {
   }
 }
 
-/// Which loop a timer belongs to, guarded by `LoopTimer.link`.
+/// Which loop a timer belongs to, guarded by `LoopTimer.link`. The references are weak: the
+/// scheduler holds the timer, and the loop holds the scheduler until its thread exits. The
+/// loop's id stays, so a timer never joins a second loop, even once the first is gone.
 struct _TimerLink {
-  var scheduler: _TimerScheduler?
+  weak var scheduler: _TimerScheduler?
+  weak var loop: EventRunLoop?
+  var loopID: UInt64?
 }

@@ -31,23 +31,17 @@ final class _TimerEntry: @unchecked Sendable {
 
   /// The first grid point (`fireDate + k * interval`, k >= 1) strictly after `now`. Skipping
   /// the missed grid points is what makes an overrun cost one late fire, not a burst.
+  ///
+  /// Constant time however far in the past the fire date is: with `gap = now - fireDate`,
+  /// the next grid point is `now + (interval - gap % interval)`, computed exactly on the
+  /// 128-bit attosecond counts (`Duration` itself has no `%`).
   func nextGridPoint(after now: ContinuousClock.Instant, interval: Duration)
     -> ContinuousClock.Instant
   {
     guard now >= fireDate else { return fireDate + interval }
-    let missed = (now - fireDate) / interval
-    // Double keeps 53 bits: exact for any realistic count; the loops below fix rounding.
-    var steps = missed < 9e15 ? Int64(missed.rounded(.down)) + 1 : 9_000_000_000_000_000
-    var next = fireDate + interval * steps
-    while next <= now {
-      steps += 1
-      next += interval
-    }
-    while steps > 1, next - interval > now {
-      steps -= 1
-      next -= interval
-    }
-    return next
+    let step = interval.attoseconds
+    let remainder = (now - fireDate).attoseconds % step
+    return now + Duration(attoseconds: step - remainder)
   }
 }
 

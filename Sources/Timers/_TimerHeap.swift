@@ -61,6 +61,54 @@ struct _TimerHeap {
     if !siftUp(index) { siftDown(index) }
   }
 
+  /// The latest fire date that is at most `limit`, or `nil` when every fire date is later.
+  /// Fire-order heap only. Visits only the nodes whose fire date is at most `limit` (and
+  /// their children): a subtree whose root is later than `limit` holds nothing earlier.
+  func latestFireDate(atMost limit: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    latestFireDate(from: 0, atMost: limit, best: nil)
+  }
+
+  private func latestFireDate(
+    from index: Int, atMost limit: ContinuousClock.Instant, best: ContinuousClock.Instant?
+  ) -> ContinuousClock.Instant? {
+    guard index < nodes.count else { return best }
+    let date = nodes[index].timer.entry.fireDate
+    guard date <= limit else { return best }
+    var best = max(best ?? date, date)
+    if best == limit { return best }
+    best = latestFireDate(from: 2 * index + 1, atMost: limit, best: best) ?? best
+    return latestFireDate(from: 2 * index + 2, atMost: limit, best: best) ?? best
+  }
+
+  /// The first node in fire order whose fire date is at most `now` and whose sequence is
+  /// below `horizon`, and its key. Fire-order heap only. A node that fails only the sequence
+  /// test (a timer rescheduled during the current round) does not hide its subtree; a
+  /// subtree whose root is later than `now`, or not before the best found, is skipped.
+  func firstDue(now: ContinuousClock.Instant, before horizon: UInt64)
+    -> (node: _TimerHeapNode, key: (ContinuousClock.Instant, UInt64))?
+  {
+    var best: (node: _TimerHeapNode, key: (ContinuousClock.Instant, UInt64))?
+    firstDue(from: 0, now: now, horizon: horizon, best: &best)
+    return best
+  }
+
+  private func firstDue(
+    from index: Int, now: ContinuousClock.Instant, horizon: UInt64,
+    best: inout (node: _TimerHeapNode, key: (ContinuousClock.Instant, UInt64))?
+  ) {
+    guard index < nodes.count else { return }
+    let entry = nodes[index].timer.entry
+    let key = (entry.fireDate, entry.sequence)
+    guard entry.fireDate <= now, best.map({ key < $0.key }) ?? true else { return }
+    if entry.sequence < horizon {
+      // Every node below has a larger key.
+      best = (nodes[index], key)
+      return
+    }
+    firstDue(from: 2 * index + 1, now: now, horizon: horizon, best: &best)
+    firstDue(from: 2 * index + 2, now: now, horizon: horizon, best: &best)
+  }
+
   /// Whether every parent's key is at most its children's and every stored position is
   /// right (for tests).
   func isConsistent(slotIndex: (_TimerHeapNode) -> Int) -> Bool {

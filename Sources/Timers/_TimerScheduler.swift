@@ -4,9 +4,15 @@ import RunLoopCore
 /// lazily the first time a timer is added to the loop.
 ///
 /// Each mode key (a concrete mode, or `.common`) has two indexed min-heaps: one in fire order
-/// `(fireDate, sequence)` and one in wake order `(fireDate + tolerance, sequence)`. The loop
-/// sleeps until the earliest end of a tolerance window; when it wakes it fires every timer
-/// whose fire date has passed, so timers whose windows overlap share one wake-up.
+/// `(fireDate, sequence)` and one in wake order `(fireDate + tolerance, sequence)`. With `L`
+/// the earliest end of a tolerance window, the loop wakes at the latest fire date that is not
+/// after `L`: every timer due by then fires inside its window (wake-up latency included, as
+/// long as it is shorter than what is left of the window), and timers whose windows overlap
+/// share one wake-up.
+///
+/// Ownership: the loop holds its scheduler (as a deadline provider) and the scheduler holds
+/// its timers; a timer refers back to its scheduler weakly. When the loop's thread exits, the
+/// loop lets go of the scheduler, which invalidates and releases every timer still scheduled.
 ///
 /// All state is behind `state` (lock: the scheduler's `GuardedState`). Call-outs run with
 /// no lock held.
@@ -15,21 +21,49 @@ final class _TimerScheduler: LoopDeadlineProvider, @unchecked Sendable {
   let state = GuardedState(_SchedulerState())
   // Set once in init and never changed.
   private weak var weakLoop: EventRunLoop?
+  /// The loop's ``RunLoopCore/EventRunLoop/id``.
+  let loopID: UInt64
 
   private init(loop: EventRunLoop) {
     self.weakLoop = loop
+    self.loopID = loop.id
+  }
+
+  deinit {
+    // The loop's thread has exited (only then does the loop let go): nothing scheduled here
+    // can ever fire. Whoever still holds one of these timers sees it invalid.
+    state.withLock { state in
+      for heaps in state.heaps {
+        for node in heaps.fire.nodes { _ = node.timer.markInvalid() }
+      }
+    }
   }
 
   var loop: EventRunLoop? { weakLoop }
 
-  /// The scheduler of `loop`, created and plugged in on first use.
-  static func of(_ loop: EventRunLoop) -> _TimerScheduler {
-    schedulersCreated.withLock { created -> _TimerScheduler in
-      for provider in loop.deadlineProviders {
-        if let scheduler = provider as? _TimerScheduler { return scheduler }
-      }
+  /// The scheduler of `loop` if it has one (it never gets one once its thread has exited).
+  static func existing(of loop: EventRunLoop) -> _TimerScheduler? {
+    for provider in loop.deadlineProviders {
+      if let scheduler = provider as? _TimerScheduler { return scheduler }
+    }
+    return nil
+  }
+
+  /// The scheduler of `loop`, created and plugged in on first use; `nil` when `loop`'s thread
+  /// has exited (a scheduler plugged into such a loop would never run and never be freed
+  /// before the loop).
+  static func of(_ loop: EventRunLoop) -> _TimerScheduler? {
+    schedulersCreated.withLock { created -> _TimerScheduler? in
+      if let scheduler = existing(of: loop) { return scheduler }
+      guard !loop.threadHasExited else { return nil }
       let scheduler = _TimerScheduler(loop: loop)
       loop.addDeadlineProvider(scheduler)
+      // The thread may have exited between the check and the add; its exit either removed
+      // the scheduler already or happens after this check.
+      if loop.threadHasExited {
+        loop.removeDeadlineProvider(scheduler)
+        return nil
+      }
       created += 1
       return scheduler
     }
@@ -53,9 +87,21 @@ final class _TimerScheduler: LoopDeadlineProvider, @unchecked Sendable {
   func nextDeadline(in mode: LoopMode, of loop: EventRunLoop) -> ContinuousClock.Instant? {
     let common = loop.isCommonMode(mode)
     return state.withLock { state in
-      let own = state.wakeTop(in: mode)
-      guard common, let shared = state.wakeTop(in: .common) else { return own }
-      return own.map { min($0, shared) } ?? shared
+      // L: the earliest end of a tolerance window.
+      var limit = state.wakeTop(in: mode)
+      if common, let shared = state.wakeTop(in: .common) {
+        limit = limit.map { min($0, shared) } ?? shared
+      }
+      guard let limit else { return nil }
+      // Waking at L itself would put every call-out after its window by the wake-up
+      // latency. Waking at the latest fire date not after L fires the same timers (none has
+      // a fire date between it and L), each inside its window. The traversal visits only
+      // the timers that fire at that wake-up.
+      var wake = state.latestFireDate(in: mode, atMost: limit)
+      if common, let shared = state.latestFireDate(in: .common, atMost: limit) {
+        wake = wake.map { max($0, shared) } ?? shared
+      }
+      return wake ?? limit
     }
   }
 
@@ -98,6 +144,13 @@ struct _SchedulerState {
     return top.timer.entry.latest
   }
 
+  func latestFireDate(in mode: LoopMode, atMost limit: ContinuousClock.Instant)
+    -> ContinuousClock.Instant?
+  {
+    guard let index = heapIndexByMode[mode] else { return nil }
+    return heaps[index].fire.latestFireDate(atMost: limit)
+  }
+
   mutating func heapIndex(for mode: LoopMode) -> Int {
     if let index = heapIndexByMode[mode] { return index }
     heaps.append(_ModeHeaps(mode: mode))
@@ -132,14 +185,17 @@ struct _SchedulerState {
     return before.map { entry.latest < $0 } ?? true
   }
 
-  /// Takes `timer` out of `mode`; it stays attached to the loop.
-  mutating func remove(_ timer: LoopTimer, from mode: LoopMode) {
+  /// Takes `timer` out of `mode`; it stays attached to the loop. Returns whether it was in
+  /// that mode.
+  @discardableResult
+  mutating func remove(_ timer: LoopTimer, from mode: LoopMode) -> Bool {
     let entry = timer.entry
     guard let heapIndex = heapIndexByMode[mode],
       let slot = entry.slots.firstIndex(where: { $0.heapIndex == heapIndex && $0.active })
-    else { return }
+    else { return false }
     unlink(entry, slot: slot)
     entry.slots[slot].active = false
+    return true
   }
 
   /// Takes `timer` out of every heap (invalidation, suspension, one-shot firing).
@@ -217,28 +273,23 @@ struct _SchedulerState {
 
   /// The next timer to fire in `mode` at `now`, already rescheduled (repeating) or taken
   /// out (one-shot), with the fire date it was due at; `nil` when none is due. Only timers
-  /// scheduled before sequence `horizon` qualify. Allocates nothing.
+  /// scheduled before sequence `horizon` qualify; one (re)scheduled since, even into the
+  /// past, neither qualifies nor holds back the others. Allocates nothing.
   mutating func takeDue(
     in mode: LoopMode, common: Bool, now: ContinuousClock.Instant, before horizon: UInt64
   ) -> (timer: LoopTimer, dueAt: ContinuousClock.Instant)? {
     while true {
-      var best: _TimerHeapNode?
-      if let index = heapIndexByMode[mode], let top = heaps[index].fire.top,
-        Self.isDue(top, now: now, horizon: horizon)
-      {
-        best = top
+      var best: (node: _TimerHeapNode, key: (ContinuousClock.Instant, UInt64))?
+      if let index = heapIndexByMode[mode] {
+        best = heaps[index].fire.firstDue(now: now, before: horizon)
       }
-      if common, let index = heapIndexByMode[.common], let top = heaps[index].fire.top,
-        Self.isDue(top, now: now, horizon: horizon)
+      if common, let index = heapIndexByMode[.common],
+        let shared = heaps[index].fire.firstDue(now: now, before: horizon),
+        best.map({ shared.key < $0.key }) ?? true
       {
-        if let current = best {
-          let (lhs, rhs) = (top.timer.entry, current.timer.entry)
-          if (lhs.fireDate, lhs.sequence) < (rhs.fireDate, rhs.sequence) { best = top }
-        } else {
-          best = top
-        }
+        best = shared
       }
-      guard let node = best else { return nil }
+      guard let node = best?.node else { return nil }
       let timer = node.timer
       let entry = timer.entry
       let dueAt = entry.fireDate
@@ -258,13 +309,6 @@ struct _SchedulerState {
       }
       return (timer, dueAt)
     }
-  }
-
-  private static func isDue(_ node: _TimerHeapNode, now: ContinuousClock.Instant, horizon: UInt64)
-    -> Bool
-  {
-    let entry = node.timer.entry
-    return entry.fireDate <= now && entry.sequence < horizon
   }
 
   /// Whether every heap is ordered and every stored position is right (for tests).

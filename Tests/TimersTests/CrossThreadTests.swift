@@ -1,7 +1,9 @@
 import Dispatch
 import RunLoopCore
-import RunLoopTimers
+import Synchronization
 import Testing
+
+@testable import RunLoopTimers
 
 @Suite("Timers changed from other threads")
 struct CrossThreadTests {
@@ -104,12 +106,88 @@ struct CrossThreadTests {
     }
     let expected = kept.withLock { $0 }
     #expect(eventually { fired.count == expected })
+    // Checked while the loop's thread runs: once it exits, the loop lets go of its timers.
+    #expect(heapsAreConsistent(loop))
     loop.stop()
     try worker.join()
-    #expect(heapsAreConsistent(loop))
     #expect(fired.count == expected)
     // Thousands of cross-thread wake-ups must not swallow the stop (a lost wake-up would
     // leave the loop asleep until its 20-second timeout).
     #expect(result.withLock { $0 } == .stopped)
+  }
+
+  /// Runs a loop whose only item is a repeating timer 3 s away, applies `change` to that
+  /// timer from this thread, and returns how the run ended and how long it took.
+  private func emptyTheModeFromAnotherThread(
+    _ change: @escaping @Sendable (LoopTimer, EventRunLoop) -> Void
+  ) throws -> (RunResult, Duration) {
+    let timerBox = GuardedState<LoopTimer?>(nil)
+    let outcome = GuardedState<(RunResult, Duration)?>(nil)
+    let worker = RunLoopThread(name: "emptied") { thread in
+      let timer = try LoopTimer(fireAt: .now + .seconds(3), every: .seconds(3)) { _ in }
+      try thread.runLoop.add(timer, mode: .default)
+      timerBox.withLock { $0 = timer }
+      let start = ContinuousClock.now
+      let result = try thread.runLoop.run(mode: .default, timeout: .seconds(10))
+      outcome.withLock { $0 = (result, .now - start) }
+      timer.invalidate()
+    }
+    try worker.start()
+    #expect(eventually { timerBox.withLock { $0 } != nil })
+    // Give the loop time to go to sleep until the timer's date.
+    pause(.milliseconds(50))
+    change(try #require(timerBox.withLock { $0 }), worker.runLoop)
+    try worker.join()
+    return try #require(outcome.withLock { $0 })
+  }
+
+  @Test func suspendingTheLastTimerFromAnotherThreadEndsTheRun() throws {
+    let (result, took) = try emptyTheModeFromAnotherThread { timer, _ in timer.suspend() }
+    #expect(result == .finished)
+    #expect(took < .seconds(2), "run returned after \(took)")
+  }
+
+  @Test func removingTheLastTimerFromAnotherThreadEndsTheRun() throws {
+    let (result, took) = try emptyTheModeFromAnotherThread { timer, loop in
+      loop.remove(timer, mode: .default)
+    }
+    #expect(result == .finished)
+    #expect(took < .seconds(2), "run returned after \(took)")
+  }
+
+  @Test func resumeRacingInvalidateLeavesNoInvalidTimerScheduled() throws {
+    let rounds = 5_000
+    let (stale, finished) = try onNewThread { loop -> (Int, Bool) in
+      let timers = try (0..<rounds).map { _ in
+        try LoopTimer(fireAt: .now + .seconds(3600)) { _ in }
+      }
+      for timer in timers {
+        try loop.add(timer, mode: .default)
+        timer.suspend()
+      }
+      // Two threads meet before each round, then one resumes and the other invalidates the
+      // same timer.
+      let arrived = Atomic<Int>(0)
+      func racer(_ body: @escaping @Sendable (LoopTimer) -> Void) -> RunLoopThread {
+        RunLoopThread(name: "racer") { _ in
+          for index in 0..<rounds {
+            arrived.wrappingAdd(1, ordering: .sequentiallyConsistent)
+            while arrived.load(ordering: .sequentiallyConsistent) < 2 * (index + 1) {}
+            body(timers[index])
+          }
+        }
+      }
+      let resumer = racer { $0.resume() }
+      let invalidator = racer { $0.invalidate() }
+      try resumer.start()
+      try invalidator.start()
+      try resumer.join()
+      try invalidator.join()
+      let stale = scheduledCount(loop, mode: .default)
+      let run = try loop.run(mode: .default, timeout: .milliseconds(50))
+      return (stale, run == .finished)
+    }
+    #expect(stale == 0, "\(stale) invalid timers still scheduled after the race")
+    #expect(finished, "an invalid timer keeps the mode from being empty")
   }
 }

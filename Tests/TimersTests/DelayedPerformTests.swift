@@ -1,6 +1,7 @@
 import RunLoopCore
-import RunLoopTimers
 import Testing
+
+@testable import RunLoopTimers
 
 @Suite("Delayed performs")
 struct DelayedPerformTests {
@@ -100,5 +101,21 @@ struct DelayedPerformTests {
     }
     try worker.join()
     #expect(ranOn.withLock { $0 } === loop)
+  }
+
+  @Test func cancelledAndFiredKeyedRequestsAreForgotten() throws {
+    let (afterCancel, afterFire, ran) = try onNewThread { loop -> (Int, Int, Int) in
+      let counter = Counter()
+      for _ in 0..<1000 {
+        loop.perform(after: .seconds(60), key: "search") {}.cancel()
+      }
+      let afterCancel = keptDelayedPerforms(loop, key: "search")
+      for _ in 0..<10 { loop.perform(after: .zero, key: "search") { counter.increment() } }
+      try loop.run(mode: .default, timeout: .seconds(2))
+      return (afterCancel, keptDelayedPerforms(loop, key: "search"), counter.count)
+    }
+    #expect(afterCancel == 0, "\(afterCancel) cancelled requests still kept under the key")
+    #expect(ran == 10)
+    #expect(afterFire == 0, "\(afterFire) requests that ran still kept under the key")
   }
 }

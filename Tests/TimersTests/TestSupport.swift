@@ -75,5 +75,34 @@ func keepAlive(_ loop: EventRunLoop, mode: LoopMode) throws -> LoopTimer {
 
 /// Whether the scheduler of `loop` has well-formed heaps.
 func heapsAreConsistent(_ loop: EventRunLoop) -> Bool {
-  _TimerScheduler.of(loop).state.withLock { $0.isConsistent() }
+  _TimerScheduler.of(loop)?.state.withLock { $0.isConsistent() } ?? false
+}
+
+/// How many timers are in `mode`'s heaps of `loop`'s scheduler (0 when it has none).
+func scheduledCount(_ loop: EventRunLoop, mode: LoopMode) -> Int {
+  _TimerScheduler.existing(of: loop)?.state.withLock { $0.count(in: mode) } ?? 0
+}
+
+/// How many delayed performs `loop`'s scheduler keeps under `key` (0 when it has none).
+func keptDelayedPerforms(_ loop: EventRunLoop, key: String) -> Int {
+  _TimerScheduler.existing(of: loop)?.state.withLock { $0.delayedByKey[key]?.count ?? 0 } ?? 0
+}
+
+/// Whether `loop` has a timer scheduler plugged in.
+func hasTimerScheduler(_ loop: EventRunLoop) -> Bool {
+  _TimerScheduler.existing(of: loop) != nil
+}
+
+/// An object whose lifetime tests watch.
+final class Sentinel: Sendable {}
+
+/// A weak reference readable from any thread, to see when an object is freed.
+final class WeakBox: @unchecked Sendable {
+  // Guards `value`.
+  private let lock = GuardedState(0)
+  private weak var value: AnyObject?
+
+  func set(_ object: AnyObject) { lock.withLock { _ in value = object } }
+
+  var isNil: Bool { lock.withLock { _ in value == nil } }
 }

@@ -1,7 +1,8 @@
 import Glibc
 import RunLoopCore
-import RunLoopTimers
 import Testing
+
+@testable import RunLoopTimers
 
 @Suite("Timers fire when and where they should")
 struct TimerFiringTests {
@@ -233,16 +234,23 @@ struct TimerFiringTests {
 
   @Test func addingATimerToASecondLoopIsAnError() throws {
     let timer = try LoopTimer(fireAt: .now + .seconds(60)) { _ in }
-    let first = try onNewThread { loop -> EventRunLoop in
-      try loop.add(timer, mode: .default)
-      try loop.add(timer, mode: "other")  // a second mode of the same loop is fine
-      return loop
+    // The first loop's thread must still run: once it exits, its timers are invalid.
+    let added = GuardedState(false)
+    let first = RunLoopThread(name: "first") { thread in
+      try thread.runLoop.add(timer, mode: .default)
+      try thread.runLoop.add(timer, mode: "other")  // a second mode of the same loop is fine
+      added.withLock { $0 = true }
+      // Ends when the timer is invalidated below: the mode is then empty.
+      try thread.runLoop.run(mode: .default, timeout: .seconds(10))
     }
+    try first.start()
+    #expect(eventually { added.withLock { $0 } })
     try onNewThread { loop in
       #expect(throws: RunLoopError.alreadyInUse("")) { try loop.add(timer, mode: .default) }
     }
-    #expect(timer.runLoop === first)
+    #expect(timer.runLoop === first.runLoop)
     timer.invalidate()
+    try first.join()
   }
 
   @Test func scheduledConvenienceAddsToTheCurrentLoopsDefaultMode() throws {
@@ -295,5 +303,65 @@ struct TimerFiringTests {
     }
     #expect(afterRemove == 0)
     #expect(inOther >= 1)
+  }
+
+  @Test func nextGridPointIsExactAndImmediateForAFireDateFarInThePast() throws {
+    let done = GuardedState(false)
+    let result = GuardedState<(ContinuousClock.Instant, ContinuousClock.Instant)?>(nil)
+    let thread = RunLoopThread(name: "grid") { _ in
+      let now = ContinuousClock.now
+      // A step at a time, this would take about 9e18 steps.
+      let far = _TimerEntry(
+        fireDate: now - .seconds(Int64.max), tolerance: .zero, interval: .seconds(1))
+      let next = far.nextGridPoint(after: now, interval: .seconds(1))
+      result.withLock { $0 = (now, next) }
+      done.withLock { $0 = true }
+    }
+    try thread.start()
+    // Joined only once done: a step-by-step walk would never end.
+    #expect(eventually(3) { done.withLock { $0 } }, "nextGridPoint still running after 3 s")
+    guard done.withLock({ $0 }) else { return }
+    try thread.join()
+    let (now, next) = try #require(result.withLock { $0 })
+    // The fire date is a whole number of seconds before `now`: the next grid point is `now`
+    // plus one interval.
+    #expect(next == now + .seconds(1))
+
+    // Exact on an awkward grid: 10.5 intervals missed gives the 11th grid point.
+    let interval = Duration.nanoseconds(333_333_337)
+    let base = ContinuousClock.now
+    let entry = _TimerEntry(fireDate: base, tolerance: .zero, interval: interval)
+    #expect(
+      entry.nextGridPoint(after: base + interval * 10.5, interval: interval)
+        == base + interval * 11)
+    // A time exactly on the grid is not "after" it.
+    #expect(
+      entry.nextGridPoint(after: base + interval * 3, interval: interval)
+        == base + interval * 4)
+    #expect(entry.nextGridPoint(after: base - .seconds(1), interval: interval) == base + interval)
+  }
+
+  @Test func timerRescheduledIntoThePastDuringAPassDoesNotHoldBackDueTimers() throws {
+    let callouts = try onNewThread { loop -> [LoopRecorder.Callout] in
+      let recorder = LoopRecorder()
+      loop.addInstrument(recorder)
+      let moved = try LoopTimer(fireAt: .now + .seconds(3600), name: "moved") { _ in }
+      let first = try LoopTimer(fireAt: .now - .milliseconds(20), name: "first") { _ in
+        // Earlier than "second": it would sit on top of the heap for the rest of the pass.
+        moved.fireDate = .now - .milliseconds(30)
+      }
+      let second = try LoopTimer(fireAt: .now - .milliseconds(10), name: "second") { _ in }
+      try loop.add(moved, mode: .default)
+      try loop.add(first, mode: .default)
+      try loop.add(second, mode: .default)
+      try loop.run(mode: .default, timeout: .seconds(2))
+      return recorder.timerCallouts
+    }
+    // "second" was due before the pass began, so it fires in that pass, right after
+    // "first"; "moved" was rescheduled during the pass and waits for the next one.
+    #expect(callouts.map(\.name) == ["first", "second", "moved"])
+    try #require(callouts.count == 3)
+    #expect(callouts[0].iteration == callouts[1].iteration)
+    #expect(callouts[2].iteration > callouts[1].iteration)
   }
 }

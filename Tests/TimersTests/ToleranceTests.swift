@@ -65,4 +65,66 @@ struct ToleranceTests {
     #expect(names == ["first", "second"])
     #expect(tolerance == .zero)
   }
+
+  @Test func repeatingTimersToleranceIsCappedAtHalfItsInterval() throws {
+    let timer = try LoopTimer(
+      fireAt: .now, every: .milliseconds(10), tolerance: .milliseconds(50)
+    ) { _ in }
+    #expect(timer.tolerance == .milliseconds(5))
+    timer.tolerance = .seconds(1)
+    #expect(timer.tolerance == .milliseconds(5))
+    timer.tolerance = .milliseconds(2)
+    #expect(timer.tolerance == .milliseconds(2))
+    let fromSeconds = try LoopTimer(seconds: 0.2, repeats: true, tolerance: 1) { _ in }
+    #expect(fromSeconds.tolerance == .milliseconds(100))
+    // A one-shot timer has no next fire to protect: no cap.
+    let once = try LoopTimer(fireAt: .now, tolerance: .seconds(5)) { _ in }
+    #expect(once.tolerance == .seconds(5))
+  }
+
+  @Test func toleranceWiderThanTheIntervalDropsNoFires() throws {
+    let count = try onNewThread { loop -> Int in
+      let counter = Counter()
+      let timer = try LoopTimer(
+        fireAt: .now + .milliseconds(10), every: .milliseconds(10), tolerance: .milliseconds(50)
+      ) { _ in counter.increment() }
+      try loop.add(timer, mode: .default)
+      try loop.run(mode: .default, timeout: .milliseconds(500))
+      timer.invalidate()
+      return counter.count
+    }
+    // About 50 grid points in 500 ms on an idle loop. With the 50 ms window honoured as
+    // given, the loop would wake once per window end and fire about 10 times.
+    #expect(count >= 30, "fired \(count) times in 500 ms with a 10 ms interval")
+  }
+
+  @Test func tolerantTimersOnAnIdleLoopStartInsideTheirWindows() throws {
+    let tolerance = Duration.milliseconds(20)
+    let callouts = try onNewThread { loop -> [LoopRecorder.Callout] in
+      let recorder = LoopRecorder()
+      loop.addInstrument(recorder)
+      // Windows 60 ms apart: none overlaps another, so each needs its own wake-up.
+      let base = ContinuousClock.now + .milliseconds(30)
+      for index in 0..<5 {
+        let timer = try LoopTimer(
+          fireAt: base + .milliseconds(60 * index), tolerance: tolerance, name: "t\(index)"
+        ) { _ in }
+        try loop.add(timer, mode: .default)
+      }
+      try loop.run(mode: .default, timeout: .seconds(5))
+      return recorder.timerCallouts
+    }
+    try #require(callouts.count == 5)
+    var inside = 0
+    for callout in callouts {
+      let due = try #require(callout.dueAt)
+      #expect(callout.start >= due)
+      if callout.start <= due + tolerance { inside += 1 }
+    }
+    // Waking at the window's end would put every call-out after it. Waking at the fire
+    // date leaves the whole window for the wake-up latency; one very late scheduling of
+    // this thread on a loaded machine is allowed for.
+    let lateness = callouts.map { $0.start - $0.dueAt! }
+    #expect(inside >= 4, "\(5 - inside) of 5 started after their window: \(lateness)")
+  }
 }
