@@ -12,6 +12,8 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
   private struct State {
     var table = LoopModeTable<LoopObserver>()
     var commonModes: Set<LoopMode> = []
+    // Every mode an observer was ever added to, to list the registrations at thread exit.
+    var modes: Set<LoopMode> = []
   }
 
   init(loopID: UInt64) {
@@ -20,9 +22,34 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
 
   var interests: InstrumentInterests { .activities }
 
+  /// After the recorders (order 0): a tracer records an activity before the observers
+  /// react to it, so the activity's record precedes its observers' call-outs.
+  var notificationOrder: Int { 1000 }
+
   /// Adds `observer` to `mode`; returns `false` when it was already there.
   func add(_ observer: LoopObserver, mode: LoopMode) -> Bool {
-    state.withLock { $0.table.insert(observer, in: mode) }
+    state.withLock { state in
+      state.modes.insert(mode)
+      return state.table.insert(observer, in: mode)
+    }
+  }
+
+  /// The loop's thread exited: forget the registry and every registration in it, so that
+  /// the observers (and what their closures captured) are released.
+  func runLoopThreadDidExit(_ loop: EventRunLoop) {
+    _observerRegistries.withLock { registries in
+      if registries[loopID] === self { registries[loopID] = nil }
+    }
+    let registrations = state.withLock { state -> [(LoopObserver, LoopMode)] in
+      var all: [(LoopObserver, LoopMode)] = []
+      for mode in state.modes {
+        for observer in state.table.items(in: mode) { all.append((observer, mode)) }
+      }
+      state.table = LoopModeTable()
+      state.modes.removeAll()
+      return all
+    }
+    for (observer, mode) in registrations { observer.didRemove(from: self, mode: mode) }
   }
 
   /// Removes `observer` from `mode`; returns whether it was there.
@@ -58,8 +85,9 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
       // One removed or invalidated by an earlier call-out of this notification is skipped.
       guard observer.isValid, isScheduled(observer, for: info.mode, commonModes: commonModes)
       else { continue }
+      guard observer.claim(on: loop.id) else { continue }
       loop.withCallout(.observer, name: observer.name) {
-        _ = observer.fire(activity)
+        observer.fire(activity, on: loop.id)
       }
     }
   }
