@@ -85,8 +85,7 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   /// ```swift
   /// let sink = try JSONLinesSink(fileDescriptor: STDOUT_FILENO)
   /// ```
-  public init(fileDescriptor: Int32, closeTimeout: Duration = .seconds(10)) throws(RunLoopError)
-  {
+  public init(fileDescriptor: Int32, closeTimeout: Duration = .seconds(10)) throws(RunLoopError) {
     let copy = fcntl(fileDescriptor, F_DUPFD_CLOEXEC, 0)
     guard copy >= 0 else {
       throw RunLoopError.systemCall("dup(\(fileDescriptor))", errno: errno)

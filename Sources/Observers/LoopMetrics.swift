@@ -252,7 +252,9 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
     }
     // First event of this loop: make its swift-metrics objects with no lock held (the
     // factory is user code, which may well call back into this instrument).
-    let exported = factory.map { _ExportedMetrics(prefix: labelPrefix, loopID: loopID, factory: $0) }
+    let exported = factory.map {
+      _ExportedMetrics(prefix: labelPrefix, loopID: loopID, factory: $0)
+    }
     return state.withLock { state in
       if state.loops[loopID] == nil {
         state.loops[loopID] = _LoopAccumulator(exported: exported)

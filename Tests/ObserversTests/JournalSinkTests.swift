@@ -91,7 +91,8 @@ struct JournalSinkTests {
     // sd_journal_sendv does when journald is not running but its socket file remains.
     let socket = DatagramSocket(path: temporaryPath("absent.sock"))
     socket.close()
-    let journal = try JournalSink(identifier: "runloop-absent", destination: .socket(path: socket.path))
+    let journal = try JournalSink(
+      identifier: "runloop-absent", destination: .socket(path: socket.path))
     let tracer = LoopTracer(sinks: [journal])
     _ = try tracedBurst(tracer, passes: 100)
     #expect(journal.flush())

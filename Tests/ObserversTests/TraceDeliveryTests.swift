@@ -69,7 +69,13 @@ struct TraceDeliveryTests {
     let gate = DispatchSemaphore(value: 0)
     let firstBatch = GuardedState(true)
     let writer = _WriterThread<TraceRecord>(name: "w", capacity: nil) { _ in
-      if firstBatch.withLock({ let first = $0; $0 = false; return first }) { gate.wait() }
+      if firstBatch.withLock({
+        let first = $0
+        $0 = false
+        return first
+      }) {
+        gate.wait()
+      }
     }
     writer.start()
     let record = TraceRecord(
