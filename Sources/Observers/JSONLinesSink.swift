@@ -182,6 +182,7 @@ final class _JSONLinesFile: @unchecked Sendable {
 
   // Touched by the writer thread only (and by close() before any writer thread ran).
   private var descriptor: Int32
+  private var sigpipeBlocked = false
   private let chunkLimit: Int
   // Guarded by its own lock, never held across I/O: what was written and lost.
   private let state = GuardedState(Counts())
@@ -198,6 +199,15 @@ final class _JSONLinesFile: @unchecked Sendable {
   var counts: Counts { state.withLock { $0 } }
 
   func write(_ batch: [TraceRecord]) {
+    if !sigpipeBlocked {
+      // On the writer thread (ours): a pipe whose reader is gone makes write(2) fail with
+      // EPIPE, counted like any write error, instead of SIGPIPE killing the process.
+      var set = sigset_t()
+      sigemptyset(&set)
+      sigaddset(&set, SIGPIPE)
+      pthread_sigmask(SIG_BLOCK, &set, nil)
+      sigpipeBlocked = true
+    }
     var bytes: [UInt8] = []
     bytes.reserveCapacity(batch.count * 320)
     var lineEnds: [Int] = []
@@ -254,6 +264,7 @@ final class _JSONLinesFile: @unchecked Sendable {
       }
       let error = errno
       if error == EINTR { continue }
+      if error == EPIPE { Self.discardPendingSIGPIPE() }
       if error == EAGAIN || error == EWOULDBLOCK {
         var wait = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
         _ = poll(&wait, 1, -1)
@@ -262,6 +273,15 @@ final class _JSONLinesFile: @unchecked Sendable {
       return error
     }
     return 0
+  }
+
+  /// Takes the SIGPIPE the failed write left pending on this thread (it is blocked here).
+  private static func discardPendingSIGPIPE() {
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, SIGPIPE)
+    var zero = timespec(tv_sec: 0, tv_nsec: 0)
+    _ = sigtimedwait(&set, nil, &zero)
   }
 
   func close() {

@@ -71,6 +71,23 @@ struct JSONLinesSinkTests {
     #expect(statistics.recordsWritten == 0)
   }
 
+  // A pipe whose reader is gone: the writes fail with EPIPE and are counted; the process is
+  // not killed by SIGPIPE.
+  @Test func writesToAClosedPipeAreCountedNotFatal() throws {
+    var ends: [Int32] = [0, 0]
+    #expect(pipe(&ends) == 0)
+    Glibc.close(ends[0])
+    let sink = try JSONLinesSink(fileDescriptor: ends[1])
+    Glibc.close(ends[1])
+    for _ in 0..<10 { sink.enqueue(Self.record) }
+    #expect(sink.flush())
+    #expect(sink.close(timeout: .seconds(5)))
+    let statistics = sink.statistics
+    #expect(statistics.lastError == EPIPE)
+    #expect(statistics.recordsLost == 10)
+    #expect(statistics.recordsWritten == 0)
+  }
+
   // Two sinks sharing one pipe (as two tracers sharing standard output would): every
   // write carries whole lines within PIPE_BUF, so no record is split by the other's output.
   @Test func sinksSharingAPipeNeverSplitARecord() throws {
