@@ -167,17 +167,20 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   /// loop.addInstrument(metrics)  // the loop calls this on its thread
   /// ```
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
-    let now = _TraceClock.monotonicNow()
+    let outermostExit = activity == .exit && info.depth == 1
     let exported = withAccumulator(info.loopID) { accumulator -> _ExportedMetrics? in
-      accumulator.noteEvent(at: now)
-      switch activity {
-      case .beforeTimers: accumulator.iterations += 1
-      case .entry: accumulator.runs += 1
-      case .exit where info.depth == 1:
-        if let start = accumulator.runStart {
+      // The clock is read only when a run starts being timed and at the outermost exit.
+      if accumulator.runStart == nil || outermostExit {
+        let now = _TraceClock.monotonicNow()
+        accumulator.noteEvent(at: now)
+        if outermostExit, let start = accumulator.runStart {
           accumulator.runNanoseconds += now - start
           accumulator.runStart = nil
         }
+      }
+      switch activity {
+      case .beforeTimers: accumulator.iterations += 1
+      case .entry: accumulator.runs += 1
       default: break
       }
       return accumulator.exported
