@@ -24,7 +24,10 @@ final class PerLoopJournal: TraceSink, @unchecked Sendable {
       return
     }
     // First record of this loop: make its sink outside the lock (it starts a thread).
-    let fresh = JournalSink(identifier: identifier, destination: destination)
+    // With no extra fields and the default rate limit the initializer has nothing to refuse.
+    guard let fresh = try? JournalSink(identifier: identifier, destination: destination) else {
+      return
+    }
     let chosen = sinks.withLock { state -> JournalSink? in
       if state.closed { return nil }
       if let other = state.byLoop[record.loop] { return other }

@@ -5,8 +5,9 @@ extension EventRunLoop {
   /// Adds `observer` to this loop in `mode`, which may be ``RunLoopCore/LoopMode/common``
   /// (then the observer is in every common mode, including modes made common later).
   /// Adding an observer twice to the same mode, or adding an invalidated observer, does
-  /// nothing. Safe from any thread, including from an observer's call-out (the new observer
-  /// hears from the next notification on).
+  /// nothing, and so does adding to a loop whose thread has exited. Safe from any thread,
+  /// including from an observer's call-out (the new observer hears from the next
+  /// notification on). When the loop's thread exits, the loop forgets its observers.
   ///
   /// Observers do not keep a run going: a mode with only observers is empty, as in
   /// CoreFoundation.
@@ -16,7 +17,7 @@ extension EventRunLoop {
   /// EventRunLoop.current.add(observer, mode: .common)
   /// ```
   public func add(_ observer: LoopObserver, mode: LoopMode) {
-    guard observer.isValid else { return }
+    guard observer.isValid, !threadHasExited else { return }
     let registry = observerRegistry()
     if registry.add(observer, mode: mode) {
       observer.didAdd(to: registry, mode: mode)

@@ -1,17 +1,24 @@
 import Foundation
+import Glibc
 import RunLoopCore
 
 /// The lossless trace sink: one JSON object per line (JSON Lines), schema version
 /// ``TraceRecord/schemaVersion`` (see `Docs/TraceSchema.md` and `Docs/trace-schema.json`).
 ///
 /// The loop thread only appends each record to an in-memory queue; a writer thread encodes
-/// and writes them, and flushes the file after each batch and on ``close()``.
+/// them and writes whole lines with `write(2)`, one batch at a time. Only the writer thread
+/// touches the descriptor, and it closes it itself once everything queued is written.
 ///
-/// Nothing is dropped. The queue has no bound, deliberately: a bound would force a choice
-/// between waiting (the loop would then wait for the disk, which tracing must never make it
-/// do) and dropping (the log would no longer be the complete record). A writer that falls
-/// behind therefore costs memory, not loop time or records; ``queueHighWater`` tells how far
-/// behind it fell.
+/// Nothing is dropped by the sink. The queue has no bound, deliberately: a bound would force
+/// a choice between waiting (the loop would then wait for the disk, which tracing must never
+/// make it do) and dropping (the log would no longer be the complete record). A writer that
+/// falls behind therefore costs memory, not loop time or records; ``queueHighWater`` tells how
+/// far behind it fell. What the system refuses to take (a failed `write(2)`: full disk, closed
+/// pipe) is counted in ``statistics`` and reported once on standard error.
+///
+/// Each `write(2)` carries whole lines only, at most `PIPE_BUF` bytes for a pipe or socket
+/// (which the kernel writes atomically), so that a descriptor shared with other writers, such
+/// as standard output, never gets a record split by someone else's output.
 ///
 /// ```swift
 /// let sink = try JSONLinesSink(path: "/tmp/loop.jsonl")
@@ -27,51 +34,68 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   /// let path = sink.path
   /// ```
   public let path: String?
+  /// How long ``close()`` waits for the writer (see ``close(timeout:)``).
+  ///
+  /// ```swift
+  /// let timeout = sink.closeTimeout
+  /// ```
+  public let closeTimeout: Duration
   private let file: _JSONLinesFile
   private let writer: _WriterThread<TraceRecord>
 
   /// Creates (or truncates, or with `append` extends) the file at `path` and starts the
   /// writer thread.
   ///
+  /// - Parameters:
+  ///   - path: the file.
+  ///   - append: add to the file instead of truncating it.
+  ///   - closeTimeout: how long ``close()`` waits for the writer.
   /// - Throws: ``RunLoopCore/RunLoopError/Code/systemCallFailed`` when the file cannot be
   ///   opened.
   ///
   /// ```swift
   /// let sink = try JSONLinesSink(path: "trace.jsonl", append: true)
   /// ```
-  public init(path: String, append: Bool = false) throws(RunLoopError) {
-    guard let handle = fopen(path, append ? "a" : "w") else {
-      throw RunLoopError.systemCall("fopen(\(path))", errno: errno)
+  public init(path: String, append: Bool = false, closeTimeout: Duration = .seconds(10))
+    throws(RunLoopError)
+  {
+    let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
+    let descriptor = open(path, flags, 0o644)
+    guard descriptor >= 0 else {
+      throw RunLoopError.systemCall("open(\(path))", errno: errno)
     }
     self.path = path
-    let file = _JSONLinesFile(handle: handle, closesHandle: true)
+    self.closeTimeout = closeTimeout
+    let file = _JSONLinesFile(descriptor: descriptor)
     self.file = file
-    self.writer = _WriterThread(name: "trace-json", capacity: nil) { batch in
-      file.write(batch)
-    }
+    self.writer = _WriterThread(
+      name: "trace-json", capacity: nil, write: { file.write($0) }, finish: { file.close() })
     writer.start()
   }
 
   /// Writes to an open descriptor (for example `STDOUT_FILENO`), which stays open after
-  /// ``close()``.
+  /// ``close()`` (the sink writes to a duplicate of it).
   ///
+  /// - Parameters:
+  ///   - fileDescriptor: the descriptor.
+  ///   - closeTimeout: how long ``close()`` waits for the writer.
   /// - Throws: ``RunLoopCore/RunLoopError/Code/systemCallFailed`` when the descriptor is not
   ///   usable.
   ///
   /// ```swift
   /// let sink = try JSONLinesSink(fileDescriptor: STDOUT_FILENO)
   /// ```
-  public init(fileDescriptor: Int32) throws(RunLoopError) {
-    let copy = dup(fileDescriptor)
-    guard copy >= 0, let handle = fdopen(copy, "a") else {
-      throw RunLoopError.systemCall("fdopen(\(fileDescriptor))", errno: errno)
+  public init(fileDescriptor: Int32, closeTimeout: Duration = .seconds(10)) throws(RunLoopError) {
+    let copy = fcntl(fileDescriptor, F_DUPFD_CLOEXEC, 0)
+    guard copy >= 0 else {
+      throw RunLoopError.systemCall("dup(\(fileDescriptor))", errno: errno)
     }
     self.path = nil
-    let file = _JSONLinesFile(handle: handle, closesHandle: true)
+    self.closeTimeout = closeTimeout
+    let file = _JSONLinesFile(descriptor: copy)
     self.file = file
-    self.writer = _WriterThread(name: "trace-json", capacity: nil) { batch in
-      file.write(batch)
-    }
+    self.writer = _WriterThread(
+      name: "trace-json", capacity: nil, write: { file.write($0) }, finish: { file.close() })
     writer.start()
   }
 
@@ -85,8 +109,8 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
     writer.enqueue(record)
   }
 
-  /// Waits until every record queued so far is written and flushed, up to `timeout`;
-  /// returns whether it got there. Handy before reading the file while tracing goes on.
+  /// Waits until every record queued so far is written, up to `timeout`; returns whether it
+  /// got there. Handy before reading the file while tracing goes on.
   ///
   /// ```swift
   /// sink.flush()
@@ -97,14 +121,30 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
     writer.flush(timeout: timeout)
   }
 
-  /// Writes every queued record, flushes and closes the file. Later records are ignored.
+  /// Stops taking records and waits up to ``closeTimeout`` for the writer to write every
+  /// queued record and close the file (see ``close(timeout:)``).
   ///
   /// ```swift
   /// sink.close()
   /// ```
   public func close() {
-    writer.close()
-    file.close()
+    close(timeout: closeTimeout)
+  }
+
+  /// Stops taking records and waits up to `timeout` for the writer to write every queued
+  /// record and close the file; returns whether it did. When it did not (the file or pipe
+  /// does not take data), nothing is thrown away: the writer goes on and closes the file when
+  /// it is done; ``statistics`` tells how many records are still pending, and a later call
+  /// waits again.
+  ///
+  /// ```swift
+  /// if !sink.close(timeout: .seconds(2)) {
+  ///   print("\(sink.statistics.recordsPending) records still being written")
+  /// }
+  /// ```
+  @discardableResult
+  public func close(timeout: Duration) -> Bool {
+    writer.close(timeout: timeout)
   }
 
   /// The most records that waited in the queue at once.
@@ -113,38 +153,140 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   /// print("the writer fell \(sink.queueHighWater) records behind at worst")
   /// ```
   public var queueHighWater: Int { writer.highWater }
+
+  /// What the sink has written, lost and still has to write.
+  ///
+  /// ```swift
+  /// let stats = sink.statistics
+  /// print(stats.recordsWritten, stats.recordsLost, stats.writeErrors)
+  /// ```
+  public var statistics: JSONLinesSinkStatistics {
+    let counts = file.counts
+    return JSONLinesSinkStatistics(
+      recordsWritten: counts.written, recordsPending: writer.pending,
+      recordsLost: counts.lost, writeErrors: counts.errors,
+      lastError: counts.lastError == 0 ? nil : counts.lastError,
+      queueHighWater: writer.highWater, closed: writer.isFinished)
+  }
 }
 
-/// The open file, touched by the writer thread and by close().
+/// The open descriptor: written and closed by the writer thread only, so no lock is held
+/// across the blocking I/O. Only the counts are shared.
 final class _JSONLinesFile: @unchecked Sendable {
-  // Guarded by its own lock: the FILE*, nil once closed.
-  private let handle: GuardedState<UnsafeMutablePointer<FILE>?>
-  private let closesHandle: Bool
-
-  init(handle: UnsafeMutablePointer<FILE>, closesHandle: Bool) {
-    self.handle = GuardedState(handle)
-    self.closesHandle = closesHandle
+  struct Counts {
+    var written: UInt64 = 0
+    var lost: UInt64 = 0
+    var errors: UInt64 = 0
+    var lastError: Int32 = 0
   }
 
+  // Touched by the writer thread only (and by close() before any writer thread ran).
+  private var descriptor: Int32
+  private var sigpipeBlocked = false
+  private let chunkLimit: Int
+  // Guarded by its own lock, never held across I/O: what was written and lost.
+  private let state = GuardedState(Counts())
+
+  init(descriptor: Int32) {
+    self.descriptor = descriptor
+    var info = stat()
+    let regular = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    // A pipe or socket takes up to PIPE_BUF bytes in one piece; a regular file opened with
+    // O_APPEND appends each write(2) whole, so larger chunks are safe there.
+    self.chunkLimit = regular ? 1 << 18 : Int(PIPE_BUF)
+  }
+
+  var counts: Counts { state.withLock { $0 } }
+
   func write(_ batch: [TraceRecord]) {
-    var text = ""
-    text.reserveCapacity(batch.count * 320)
+    if !sigpipeBlocked {
+      // On the writer thread (ours): a pipe whose reader is gone makes write(2) fail with
+      // EPIPE, counted like any write error, instead of SIGPIPE killing the process.
+      var set = sigset_t()
+      sigemptyset(&set)
+      sigaddset(&set, SIGPIPE)
+      pthread_sigmask(SIG_BLOCK, &set, nil)
+      sigpipeBlocked = true
+    }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(batch.count * 320)
+    var lineEnds: [Int] = []
+    lineEnds.reserveCapacity(batch.count)
+    var line = ""
     for record in batch {
-      record.appendJSONLine(to: &text)
+      line.removeAll(keepingCapacity: true)
+      record.appendJSONLine(to: &line)
+      bytes += line.utf8
+      lineEnds.append(bytes.count)
     }
-    handle.withLock { handle in
-      guard let handle else { return }
-      _ = text.withCString { fputs($0, handle) }
-      fflush(handle)
+    // Chunks of whole lines, each at most chunkLimit bytes (a longer line goes alone).
+    var start = 0
+    var firstLine = 0
+    while firstLine < lineEnds.count {
+      var lastLine = firstLine
+      while lastLine + 1 < lineEnds.count, lineEnds[lastLine + 1] - start <= chunkLimit {
+        lastLine += 1
+      }
+      let end = lineEnds[lastLine]
+      let error = bytes.withUnsafeBytes { writeFully($0.baseAddress! + start, end - start) }
+      let lines = UInt64(lastLine - firstLine + 1)
+      let firstFailure = state.withLock { counts -> Bool in
+        guard error != 0 else {
+          counts.written += lines
+          return false
+        }
+        counts.lost += lines
+        counts.errors += 1
+        counts.lastError = error
+        return counts.errors == 1
+      }
+      if firstFailure {
+        let text =
+          "JSONLinesSink: write failed (\(String(cString: strerror(error)))); trace records "
+          + "are being lost, see the sink's statistics\n"
+        _ = text.withCString { Glibc.write(STDERR_FILENO, $0, strlen($0)) }
+      }
+      start = end
+      firstLine = lastLine + 1
     }
+  }
+
+  /// Writes `count` bytes, retrying after interruptions, partial writes and (for a
+  /// non-blocking descriptor) until it takes data; returns 0 or the errno.
+  private func writeFully(_ base: UnsafeRawPointer, _ count: Int) -> Int32 {
+    guard descriptor >= 0 else { return EBADF }
+    var done = 0
+    while done < count {
+      let result = Glibc.write(descriptor, base + done, count - done)
+      if result >= 0 {
+        done += result
+        continue
+      }
+      let error = errno
+      if error == EINTR { continue }
+      if error == EPIPE { Self.discardPendingSIGPIPE() }
+      if error == EAGAIN || error == EWOULDBLOCK {
+        var wait = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+        _ = poll(&wait, 1, -1)
+        continue
+      }
+      return error
+    }
+    return 0
+  }
+
+  /// Takes the SIGPIPE the failed write left pending on this thread (it is blocked here).
+  private static func discardPendingSIGPIPE() {
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, SIGPIPE)
+    var zero = timespec(tv_sec: 0, tv_nsec: 0)
+    _ = sigtimedwait(&set, nil, &zero)
   }
 
   func close() {
-    handle.withLock { handle in
-      guard let open = handle else { return }
-      fflush(open)
-      if closesHandle { fclose(open) }
-      handle = nil
-    }
+    guard descriptor >= 0 else { return }
+    Glibc.close(descriptor)
+    descriptor = -1
   }
 }

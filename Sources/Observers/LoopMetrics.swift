@@ -40,6 +40,9 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
 
   private struct State {
     var loops: [UInt64: _LoopAccumulator] = [:]
+    // Last snapshots of loops whose thread exited, oldest first in exitOrder.
+    var exited: [UInt64: LoopMetricsSnapshot] = [:]
+    var exitOrder: [UInt64] = []
     var attached: [EventRunLoop] = []
     var everyLoop = false
   }
@@ -118,7 +121,7 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   /// let snapshot = metrics.snapshot(ofLoopID: record.loop)
   /// ```
   public func snapshot(ofLoopID loopID: UInt64) -> LoopMetricsSnapshot? {
-    state.withLock { $0.loops[loopID]?.snapshot(loopID: loopID) }
+    state.withLock { $0.loops[loopID]?.snapshot(loopID: loopID) ?? $0.exited[loopID] }
   }
 
   /// Snapshots of every loop seen, by loop id.
@@ -128,49 +131,81 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   /// ```
   public func snapshots() -> [UInt64: LoopMetricsSnapshot] {
     state.withLock { state in
-      state.loops.reduce(into: [:]) { $0[$1.key] = $1.value.snapshot(loopID: $1.key) }
+      state.loops.reduce(into: state.exited) { $0[$1.key] = $1.value.snapshot(loopID: $1.key) }
     }
   }
 
-  /// Counts passes and runs, and times runs.
+  /// Forgets the running state of the loop of an exited thread; its last snapshot stays
+  /// available (for the ``retainedExitedLoops`` most recently exited loops).
+  ///
+  /// ```swift
+  /// // the loop calls this on its thread as the thread exits
+  /// ```
+  public func runLoopThreadDidExit(_ loop: EventRunLoop) {
+    state.withLock { state in
+      state.attached.removeAll { $0 === loop }
+      guard let accumulator = state.loops.removeValue(forKey: loop.id) else { return }
+      state.exited[loop.id] = accumulator.snapshot(loopID: loop.id)
+      state.exitOrder.append(loop.id)
+      while state.exitOrder.count > Self.retainedExitedLoops {
+        state.exited[state.exitOrder.removeFirst()] = nil
+      }
+    }
+  }
+
+  /// How many exited loops keep their last snapshot.
+  ///
+  /// ```swift
+  /// let kept = LoopMetrics.retainedExitedLoops
+  /// ```
+  public static let retainedExitedLoops = 64
+
+  /// Counts passes and runs, and times runs: from the outermost entry, or, when the metrics
+  /// was attached during a run, from the first event it hears, to the outermost exit.
   ///
   /// ```swift
   /// loop.addInstrument(metrics)  // the loop calls this on its thread
   /// ```
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
-    guard activity == .beforeTimers || activity == .entry || activity == .exit else { return }
-    let outermost = info.depth == 1 && activity != .beforeTimers
-    // A clock read only at the entry and exit of outermost runs.
-    let now = outermost ? _TraceClock.monotonicNow() : 0
+    let outermostExit = activity == .exit && info.depth == 1
     let exported = withAccumulator(info.loopID) { accumulator -> _ExportedMetrics? in
-      switch activity {
-      case .beforeTimers: accumulator.iterations += 1
-      case .entry:
-        accumulator.runs += 1
-        if outermost { accumulator.runStart = now }
-      default:
-        if outermost, let start = accumulator.runStart {
+      // The clock is read only when a run starts being timed and at the outermost exit.
+      if accumulator.runStart == nil || outermostExit {
+        let now = _TraceClock.monotonicNow()
+        accumulator.noteEvent(at: now)
+        if outermostExit, let start = accumulator.runStart {
           accumulator.runNanoseconds += now - start
           accumulator.runStart = nil
         }
+      }
+      switch activity {
+      case .beforeTimers: accumulator.iterations += 1
+      case .entry: accumulator.runs += 1
+      default: break
       }
       return accumulator.exported
     }
     if activity == .beforeTimers { exported?.iterations.increment() }
   }
 
-  /// Counts and times call-outs; records lateness and signal latency.
+  /// Counts and times call-outs; records lateness and signal latency. A call-out's time is
+  /// its own: what nested runs started from it spent in their call-outs and sleeps is
+  /// counted there, not again in the enclosing call-out.
   ///
   /// ```swift
   /// loop.addInstrument(metrics)  // the loop calls this on its thread
   /// ```
   public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
   {
+    let start = _TraceClock.nanoseconds(of: callout.start)
     let duration = _TraceClock.nanoseconds(callout.duration)
     let latency = callout.dueAt.map { _TraceClock.nanoseconds(callout.start - $0) }
-    let exported = withAccumulator(info.loopID) { accumulator -> _ExportedMetrics? in
+    let (exported, own) = withAccumulator(info.loopID) {
+      accumulator -> (_ExportedMetrics?, Int64) in
+      accumulator.noteEvent(at: start)
+      let own = accumulator.ownTime(ofCalloutAt: info.depth, lasting: duration)
       accumulator.calloutCounts[callout.kind.name, default: 0] += 1
-      accumulator.calloutNanoseconds[callout.kind.name, default: 0] += duration
+      accumulator.calloutNanoseconds[callout.kind.name, default: 0] += own
       if let latency {
         if callout.kind == .timer {
           _ = accumulator.timerLateness.record(UInt64(max(0, latency)))
@@ -178,10 +213,11 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
           _ = accumulator.signalToPerform.record(UInt64(max(0, latency)))
         }
       }
-      return accumulator.exported
+      return (accumulator.exported, own)
     }
     guard let exported else { return }
-    exported.calloutTimer(kind: callout.kind.name).recordNanoseconds(duration)
+    // Made outside every lock of this instrument: the factory is user code.
+    exported.calloutTimer(kind: callout.kind.name).recordNanoseconds(own)
     if let latency {
       if callout.kind == .timer { exported.timerLateness.recordNanoseconds(max(0, latency)) }
       if callout.kind == .source { exported.signalToPerform.recordNanoseconds(max(0, latency)) }
@@ -198,8 +234,12 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
     to end: ContinuousClock.Instant, _ info: LoopPassInfo
   ) {
     let length = _TraceClock.nanoseconds(end - start)
+    let from = _TraceClock.nanoseconds(of: start)
     let exported = withAccumulator(info.loopID) { accumulator -> _ExportedMetrics? in
+      accumulator.noteEvent(at: from)
       accumulator.asleepNanoseconds += length
+      // A sleep of a nested run is time the enclosing call-out did not spend working.
+      if info.depth > 1 { accumulator.addNested(length, atDepth: info.depth) }
       return accumulator.exported
     }
     exported?.asleep.recordNanoseconds(length)
@@ -208,12 +248,19 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   private func withAccumulator<Result>(
     _ loopID: UInt64, _ body: (inout _LoopAccumulator) -> Result
   ) -> Result {
-    state.withLock { state in
+    if let result = state.withLock({ state in
+      state.loops[loopID] == nil ? nil : body(&state.loops[loopID]!)
+    }) {
+      return result
+    }
+    // First event of this loop: make its swift-metrics objects with no lock held (the
+    // factory is user code, which may well call back into this instrument).
+    let exported = factory.map {
+      _ExportedMetrics(prefix: labelPrefix, loopID: loopID, factory: $0)
+    }
+    return state.withLock { state in
       if state.loops[loopID] == nil {
-        state.loops[loopID] = _LoopAccumulator(
-          exported: factory.map {
-            _ExportedMetrics(prefix: labelPrefix, loopID: loopID, factory: $0)
-          })
+        state.loops[loopID] = _LoopAccumulator(exported: exported)
       }
       return body(&state.loops[loopID]!)
     }
@@ -229,12 +276,43 @@ struct _LoopAccumulator {
   var asleepNanoseconds: Int64 = 0
   var calloutCounts: [String: UInt64] = [:]
   var calloutNanoseconds: [String: Int64] = [:]
+  // By run depth: time that call-outs and sleeps at that depth spent since the enclosing
+  // call-out (one depth up) began, to take out of that call-out's own time.
+  var nested: [Int64] = []
   var timerLateness = _LoopAccumulator.makeHistogram()
   var signalToPerform = _LoopAccumulator.makeHistogram()
   let exported: _ExportedMetrics?
 
   init(exported: _ExportedMetrics?) {
     self.exported = exported
+  }
+
+  /// Starts timing the run at the first event heard, in case the metrics was attached while
+  /// the loop was already running (no outermost entry will come).
+  mutating func noteEvent(at nanoseconds: Int64) {
+    if runStart == nil { runStart = nanoseconds }
+  }
+
+  mutating func addNested(_ nanoseconds: Int64, atDepth depth: Int) {
+    guard depth >= 0 else { return }
+    if nested.count <= depth { nested += repeatElement(0, count: depth + 1 - nested.count) }
+    nested[depth] += nanoseconds
+  }
+
+  /// The own time of a call-out made at run depth `depth` that lasted `duration`: minus the
+  /// call-outs and sleeps of the runs nested in it (deeper), which it then stands for one
+  /// level up.
+  mutating func ownTime(ofCalloutAt depth: Int, lasting duration: Int64) -> Int64 {
+    var inner: Int64 = 0
+    if nested.count > depth + 1 {
+      for deeper in (depth + 1)..<nested.count {
+        inner += nested[deeper]
+        nested[deeper] = 0
+      }
+    }
+    // Only what is nested in something needs remembering: depth 1 is the outermost run.
+    if depth > 1 { addNested(duration, atDepth: depth) }
+    return max(0, duration - inner)
   }
 
   static func makeHistogram() -> Histogram<UInt64> {
@@ -294,13 +372,15 @@ final class _ExportedMetrics: Sendable {
   }
 
   func calloutTimer(kind: String) -> CoreMetrics.Timer {
-    calloutTimers.withLock { timers in
+    if let timer = calloutTimers.withLock({ $0[kind] }) { return timer }
+    // Made with no lock held: the factory is user code.
+    let made = CoreMetrics.Timer(
+      label: "\(prefix).callout.duration", dimensions: dimensions + [("kind", kind)],
+      factory: factory)
+    return calloutTimers.withLock { timers in
       if let timer = timers[kind] { return timer }
-      let timer = CoreMetrics.Timer(
-        label: "\(prefix).callout.duration", dimensions: dimensions + [("kind", kind)],
-        factory: factory)
-      timers[kind] = timer
-      return timer
+      timers[kind] = made
+      return made
     }
   }
 }

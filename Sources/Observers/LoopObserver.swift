@@ -18,8 +18,10 @@ import Synchronization
 /// EventRunLoop.current.add(observer, mode: .default)
 /// ```
 ///
-/// While its call-out runs, the observer is not called again (a nested run started from the
-/// call-out skips it), as CoreFoundation does. All methods are safe from any thread.
+/// While its call-out runs on a loop, that loop does not call it again (a nested run started
+/// from the call-out skips it), as CoreFoundation does; another loop the observer is in still
+/// calls it. A one-shot observer is invalid from the moment its one call-out starts, so no
+/// other loop can call it a second time. All methods are safe from any thread.
 public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
   /// The activities the observer wants.
   ///
@@ -48,8 +50,9 @@ public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
 
   let handler: @Sendable (LoopObserver, LoopActivity) -> Void
   private let valid = Atomic<Bool>(true)
-  // Set while the call-out runs, so that a nested run does not re-enter it.
-  private let firing = Atomic<Bool>(false)
+  // Guarded by its own lock: the loops (by id) whose call-out of this observer is running,
+  // so that a nested run of that loop does not re-enter it while other loops still may.
+  private let firingOn = GuardedState<Set<UInt64>>([])
   // Guarded by its own lock: the registries (one per loop) and modes the observer is in.
   private let registrations = GuardedState<[(registry: _ObserverRegistry, mode: LoopMode)]>([])
 
@@ -95,6 +98,10 @@ public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
   /// ```
   public func invalidate() {
     guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    unregister()
+  }
+
+  private func unregister() {
     let current = registrations.withLock { list in
       defer { list.removeAll() }
       return list
@@ -104,13 +111,26 @@ public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
     }
   }
 
-  /// Runs the call-out unless it is already running; returns whether it ran.
-  func fire(_ activity: LoopActivity) -> Bool {
-    guard isValid, !firing.exchange(true, ordering: .acquiring) else { return false }
-    handler(self, activity)
-    firing.store(false, ordering: .releasing)
-    if !repeats { invalidate() }
+  /// Claims the call-out on loop `loopID`: `false` when the observer is invalid, or already
+  /// running on that loop. A one-shot observer is invalidated by its claim, so only one
+  /// loop, once, ever gets it. A successful claim must be followed by ``fire(_:on:)``.
+  func claim(on loopID: UInt64) -> Bool {
+    guard isValid else { return false }
+    guard firingOn.withLock({ $0.insert(loopID).inserted }) else { return false }
+    if !repeats {
+      guard valid.exchange(false, ordering: .acquiringAndReleasing) else {
+        firingOn.withLock { _ = $0.remove(loopID) }
+        return false
+      }
+      unregister()
+    }
     return true
+  }
+
+  /// Runs the call-out claimed with ``claim(on:)``.
+  func fire(_ activity: LoopActivity, on loopID: UInt64) {
+    handler(self, activity)
+    firingOn.withLock { _ = $0.remove(loopID) }
   }
 
   func didAdd(to registry: _ObserverRegistry, mode: LoopMode) {

@@ -40,8 +40,8 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
 
   private let sequence = Atomic<UInt64>(0)
   private let processID = getpid()
-  // Guarded by its own lock: thread names by tid (read once per thread, on that thread), and
-  // where the tracer is attached.
+  // Guarded by its own lock: thread names by tid (read once per thread, forgotten when the
+  // thread's loop exits), and where the tracer is attached.
   private let state = GuardedState(State())
 
   private struct State {
@@ -129,6 +129,20 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
     for sink in sinks { sink.close() }
   }
 
+  /// Forgets what the tracer keeps for the loop of an exited thread: its thread name (the
+  /// tid may be reused by a later thread) and the loop itself.
+  ///
+  /// ```swift
+  /// // the loop calls this on its thread as the thread exits
+  /// ```
+  public func runLoopThreadDidExit(_ loop: EventRunLoop) {
+    state.withLock { state in
+      state.threadNames[loop.threadID] = nil
+      if state.lastThread?.tid == loop.threadID { state.lastThread = nil }
+      state.loops.removeAll { $0 === loop }
+    }
+  }
+
   /// Records an activity.
   ///
   /// ```swift
@@ -188,7 +202,9 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
     for sink in sinks { sink.enqueue(record) }
   }
 
-  /// The calling (loop) thread's name, read once per thread.
+  /// The calling (loop) thread's name, read once per thread: a thread renamed while traced
+  /// keeps its first name in the trace (reading `/proc` at every record would cost the
+  /// loop too much); the name is forgotten when the thread's loop exits.
   private func threadName(_ tid: pid_t) -> String {
     let cached = state.withLock { state -> String? in
       if let last = state.lastThread, last.tid == tid { return last.name }

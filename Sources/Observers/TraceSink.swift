@@ -14,5 +14,7 @@ public protocol TraceSink: AnyObject, Sendable {
   /// Takes one record; called on the loop thread, must not block.
   func enqueue(_ record: TraceRecord)
   /// Writes out what is queued and releases the sink's resources; later records are ignored.
+  /// Must not wait forever on a stuck destination: wait up to a bound, and account for what
+  /// is left (the sinks here return at their timeout and their writers keep going).
   func close()
 }

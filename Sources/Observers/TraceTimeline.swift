@@ -211,16 +211,19 @@ public enum TraceTimeline {
   }
 
   static func escape(_ text: String) -> String {
-    var result = ""
-    for character in text {
-      switch character {
-      case "&": result += "&amp;"
-      case "<": result += "&lt;"
-      case ">": result += "&gt;"
-      case "\"": result += "&quot;"
-      default: result.append(character)
+    var result = String.UnicodeScalarView()
+    for scalar in text.unicodeScalars {
+      switch scalar {
+      case "&": result.append(contentsOf: "&amp;".unicodeScalars)
+      case "<": result.append(contentsOf: "&lt;".unicodeScalars)
+      case ">": result.append(contentsOf: "&gt;".unicodeScalars)
+      case "\"": result.append(contentsOf: "&quot;".unicodeScalars)
+      // XML 1.0 allows no control characters but tab, line feed and carriage return.
+      case "\t", "\n", "\r": result.append(scalar)
+      case _ where scalar.value < 0x20: result.append("\u{FFFD}")
+      default: result.append(scalar)
       }
     }
-    return result
+    return String(result)
   }
 }

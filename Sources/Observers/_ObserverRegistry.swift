@@ -26,6 +26,10 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
 
   var interests: InstrumentInterests { .activities }
 
+  /// After the recorders (order 0): a tracer records an activity before the observers
+  /// react to it, so the activity's record precedes its observers' call-outs.
+  var notificationOrder: Int { 1000 }
+
   /// Adds `observer` to `mode`; returns `false` when it was already there.
   func add(_ observer: LoopObserver, mode: LoopMode) -> Bool {
     state.withLock { state in
@@ -36,6 +40,25 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
       }
       return inserted
     }
+  }
+
+  /// The loop's thread exited: forget the registry and every registration in it, so that
+  /// the observers (and what their closures captured) are released.
+  func runLoopThreadDidExit(_ loop: EventRunLoop) {
+    _observerRegistries.withLock { registries in
+      if registries[loopID] === self { registries[loopID] = nil }
+    }
+    let registrations = state.withLock { state -> [(LoopObserver, LoopMode)] in
+      var all: [(LoopObserver, LoopMode)] = []
+      for mode in state.table.modes {
+        for observer in state.table.items(in: mode) { all.append((observer, mode)) }
+      }
+      state.table = LoopModeTable()
+      scheduledCount.store(0, ordering: .releasing)
+      mutations.add(1, ordering: .releasing)
+      return all
+    }
+    for (observer, mode) in registrations { observer.didRemove(from: self, mode: mode) }
   }
 
   /// Removes `observer` from `mode`; returns whether it was there.
@@ -84,8 +107,9 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
       if mutations.load(ordering: .acquiring) != version {
         guard isScheduled(observer, for: info.mode, commonModes: commonModes) else { continue }
       }
+      guard observer.claim(on: loop.id) else { continue }
       loop.withCallout(.observer, name: observer.name) {
-        _ = observer.fire(activity)
+        observer.fire(activity, on: loop.id)
       }
     }
   }

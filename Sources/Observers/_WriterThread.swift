@@ -17,10 +17,13 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
   private let capacity: Int?
   private let name: String
   private let write: @Sendable ([Element]) -> Void
+  private let finish: @Sendable () -> Void
   // Guarded by its own lock: the queue and the writer's bookkeeping.
   private let state = GuardedState(State())
   private let wake = DispatchSemaphore(value: 0)
-  private let finished = DispatchSemaphore(value: 0)
+  // Entered at start, left when the writer thread has written everything and finished; a
+  // group (not a semaphore) so that every close() can wait on it, not only the first.
+  private let finished = DispatchGroup()
 
   private struct State {
     var items = Deque<Element>()
@@ -31,18 +34,22 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
     var written: UInt64 = 0
     var dropped: UInt64 = 0
     var highWater = 0
+    var done = false
   }
 
   /// - Parameters:
   ///   - name: the writer thread's name.
   ///   - capacity: the most elements the queue holds; `nil` for no bound.
   ///   - write: called on the writer thread with each batch, in order.
+  ///   - finish: called on the writer thread once, after the last batch of a close.
   package init(
-    name: String, capacity: Int?, write: @escaping @Sendable ([Element]) -> Void
+    name: String, capacity: Int?, write: @escaping @Sendable ([Element]) -> Void,
+    finish: @escaping @Sendable () -> Void = {}
   ) {
     self.name = name
     self.capacity = capacity
     self.write = write
+    self.finish = finish
   }
 
   /// Starts the writer thread (once).
@@ -52,6 +59,7 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
       return !state.started
     }
     guard first else { return }
+    finished.enter()
     let thread = Thread { [self] in self.drain() }
     thread.name = name
     thread.start()
@@ -84,6 +92,12 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
   /// The most elements the queue ever held at once.
   package var highWater: Int { state.withLock { $0.highWater } }
 
+  /// Elements queued and not yet written (still queued, or in the batch being written).
+  package var pending: UInt64 { state.withLock { $0.enqueued - $0.written } }
+
+  /// Whether the writer thread has finished (after a close, with everything written).
+  package var isFinished: Bool { state.withLock { $0.done } }
+
   /// Waits until every element queued before the call has been written, or `timeout`
   /// passes; returns whether it got there.
   @discardableResult
@@ -98,37 +112,43 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
   }
 
   /// Stops taking elements, lets the writer write what is queued, and waits up to
-  /// `timeout` for it to finish; returns whether it finished.
+  /// `timeout` for it to finish; returns whether it finished. When it did not, the writer
+  /// goes on writing (nothing queued is thrown away) and finishes on its own; a later
+  /// `close` waits for it again.
   @discardableResult
   package func close(timeout: Duration = .seconds(10)) -> Bool {
     let (wasStarted, wakeWriter) = state.withLock { state -> (Bool, Bool) in
-      guard !state.closing else { return (false, false) }
-      state.closing = true
       let waiting = state.writerWaiting
+      state.closing = true
       state.writerWaiting = false
       return (state.started, waiting)
     }
-    guard wasStarted else { return true }
+    guard wasStarted else {
+      finish()
+      return true
+    }
     if wakeWriter { wake.signal() }
     let (seconds, attoseconds) = timeout.components
     let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-    return finished.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success
+    return finished.wait(timeout: .now() + .nanoseconds(max(0, nanoseconds))) == .success
   }
 
   private func drain() {
     while true {
-      let (batch, done) = state.withLock { state -> ([Element], Bool) in
+      let (taken, done) = state.withLock { state -> (Deque<Element>, Bool) in
         if state.items.isEmpty {
           if state.closing { return ([], true) }
           state.writerWaiting = true
           return ([], false)
         }
-        let batch = Array(state.items)
-        state.items.removeAll(keepingCapacity: true)
-        return (batch, false)
+        // O(1) under the lock the producers take: the backlog's storage changes hands;
+        // the copy into an array happens below, with no lock held.
+        var taken = Deque<Element>()
+        swap(&taken, &state.items)
+        return (taken, false)
       }
       if done { break }
-      if batch.isEmpty {
+      if taken.isEmpty {
         wake.wait()
         // Linger before draining: records that arrive meanwhile join one batch, and their
         // producers find the writer busy and post no semaphore. Waking the writer for each
@@ -136,9 +156,11 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
         usleep(Self.lingerMicroseconds)
         continue
       }
-      write(batch)
-      state.withLock { $0.written += UInt64(batch.count) }
+      write(Array(taken))
+      state.withLock { $0.written += UInt64(taken.count) }
     }
-    finished.signal()
+    finish()
+    state.withLock { $0.done = true }
+    finished.leave()
   }
 }

@@ -18,7 +18,9 @@ import RunLoopObservers
 /// its own (`RUNLOOP_RECORD=drops`, priority 4) once the journal takes entries again. When no
 /// journal answers, that is reported once on standard error and the program goes on.
 /// journald also drops entries silently past its per-service rate limit (10,000 per 30 s by
-/// default): keep the JSON Lines sink for a complete record.
+/// default), so the sink keeps under it with a ``RateLimit`` of its own (on by default):
+/// records past it are dropped, counted and reported like those of a full queue. Keep the
+/// JSON Lines sink for a complete record.
 ///
 /// ```swift
 /// let journal = JournalSink(identifier: "my-service")
@@ -92,6 +94,12 @@ public final class JournalSink: TraceSink, @unchecked Sendable {
   /// let capacity = sink.capacity
   /// ```
   public let capacity: Int
+  /// The sink's own rate limit, or `nil` for none.
+  ///
+  /// ```swift
+  /// let limit = sink.rateLimit
+  /// ```
+  public let rateLimit: RateLimit?
 
   private let emitter: _JournalEmitter
   private let writer: _WriterThread<TraceRecord>
@@ -103,21 +111,40 @@ public final class JournalSink: TraceSink, @unchecked Sendable {
   ///   - destination: the system journal, or a native-protocol socket.
   ///   - capacity: the queue's bound; records beyond it are dropped and counted.
   ///   - extraFields: more fields for every entry (names must be valid journal field
-  ///     names: upper case letters, digits, underscores, not starting with `_`).
+  ///     names: upper case letters, digits, underscores, not starting with `_`, at most 64
+  ///     characters).
+  ///   - rateLimit: the sink's own limit, kept under journald's (``RateLimit``); `nil` for
+  ///     none (when journald's limit is raised or off).
+  /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidArgument`` for an extra field name
+  ///   journald would refuse, or a rate limit with no burst or no interval.
   ///
   /// ```swift
-  /// let sink = JournalSink(identifier: "worker", capacity: 4096, extraFields: ["RUNLOOP_TEST": "1"])
+  /// let sink = try JournalSink(identifier: "worker", capacity: 4096, extraFields: ["RUNLOOP_TEST": "1"])
   /// ```
   public init(
     identifier: String = "runloop", destination: Destination = .systemJournal,
-    capacity: Int = 8192, extraFields: [String: String] = [:]
-  ) {
+    capacity: Int = 8192, extraFields: [String: String] = [:],
+    rateLimit: RateLimit? = .journaldDefault
+  ) throws(RunLoopError) {
+    for name in extraFields.keys {
+      guard Self.isValidFieldName(name) else {
+        throw RunLoopError.invalidArgument(
+          "JournalSink: extra field name '\(name)' is not a journal field name (upper case "
+            + "letters, digits and underscores, not starting with an underscore, 1 to 64 "
+            + "characters)")
+      }
+    }
+    if let rateLimit, rateLimit.burst < 1 || rateLimit.interval <= .zero {
+      throw RunLoopError.invalidArgument(
+        "JournalSink: a rate limit needs a burst of at least 1 and a positive interval")
+    }
     self.identifier = identifier
     self.destination = destination
     self.capacity = max(1, capacity)
+    self.rateLimit = rateLimit
     let emitter = _JournalEmitter(
       identifier: identifier, transport: _JournalTransport(destination),
-      extraFields: extraFields.sorted { $0.key < $1.key })
+      extraFields: extraFields.sorted { $0.key < $1.key }, rateLimit: rateLimit)
     self.emitter = emitter
     let writer = _WriterThread<TraceRecord>(name: "trace-journal", capacity: self.capacity) {
       batch in emitter.send(batch)
@@ -156,7 +183,17 @@ public final class JournalSink: TraceSink, @unchecked Sendable {
   /// ```
   public func close() {
     if writer.close(timeout: .seconds(5)) {
-      emitter.reportDrops()
+      emitter.reportDrops(final: true)
+    }
+  }
+
+  /// Whether journald takes `name` as a field name from a client.
+  static func isValidFieldName(_ name: String) -> Bool {
+    let bytes = Array(name.utf8)
+    guard !bytes.isEmpty, bytes.count <= 64, bytes[0] != UInt8(ascii: "_") else { return false }
+    return bytes.allSatisfy {
+      ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z"))
+        || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "_")
     }
   }
 
@@ -191,51 +228,74 @@ final class _JournalEmitter: @unchecked Sendable {
     var absentReported = false
     var lastError: Int32 = 0
     var lastRun = ""
+    // Records the sink's own rate limit dropped (counted as drops, too).
+    var rateLimited: UInt64 = 0
+    var rateLimitedReported: UInt64 = 0
+    var lastReport: ContinuousClock.Instant?
   }
 
+  // Touched by the writer thread only: the rate limit's bucket.
+  private var bucket: _TokenBucket?
+
   init(
-    identifier: String, transport: _JournalTransport, extraFields: [(key: String, value: String)]
+    identifier: String, transport: _JournalTransport, extraFields: [(key: String, value: String)],
+    rateLimit: JournalSink.RateLimit?
   ) {
     self.identifier = identifier
     self.transport = transport
     self.extraFields = extraFields
+    self.bucket = rateLimit.map(_TokenBucket.init)
   }
 
   func send(_ batch: [TraceRecord]) {
     // Drop reports carry the run id of the records around them.
     if let run = batch.first?.run { counts.withLock { $0.lastRun = run } }
-    reportDrops()
+    reportDrops(final: false)
     for record in batch {
+      if bucket != nil, !bucket!.take() {
+        counts.withLock { $0.rateLimited += 1 }
+        continue
+      }
       deliver(entry(for: record), run: record.run)
     }
   }
 
-  /// Sends a drops entry when records were dropped or failed since the last one.
-  func reportDrops() {
-    let dropped = dropCounter()
-    let pending = counts.withLock { counts -> (UInt64, UInt64, String)? in
+  /// Sends a drops entry when records were dropped (queue full or over the rate limit) or
+  /// failed since the last one; at most once a second unless `final`.
+  func reportDrops(final: Bool) {
+    let queueDrops = dropCounter()
+    let now = ContinuousClock.now
+    let pending = counts.withLock { counts -> (UInt64, UInt64, UInt64, UInt64, String)? in
+      let dropped = queueDrops + counts.rateLimited
       guard dropped > counts.dropsReported || counts.failed > counts.failedReported,
         !counts.absent
       else { return nil }
-      return (dropped - counts.dropsReported, counts.failed - counts.failedReported, counts.lastRun)
+      if !final, let last = counts.lastReport, now - last < .seconds(1) { return nil }
+      return (
+        dropped, dropped - counts.dropsReported, counts.rateLimited - counts.rateLimitedReported,
+        counts.failed - counts.failedReported, counts.lastRun
+      )
     }
-    guard let (newDrops, newFailures, run) = pending else { return }
+    guard let (dropped, newDrops, newRateLimited, newFailures, run) = pending else { return }
     let message =
-      "runloop trace: \(newDrops) records dropped (journal queue full), "
-      + "\(newFailures) not delivered"
+      "runloop trace: \(newDrops) records dropped (\(newDrops - newRateLimited) journal queue "
+      + "full, \(newRateLimited) over the rate limit), \(newFailures) not delivered"
     var fields: [(String, String)] = [
       ("MESSAGE", message), ("PRIORITY", "4"), ("SYSLOG_IDENTIFIER", identifier),
       ("MESSAGE_ID", JournalSink.MessageID.drops), ("RUNLOOP_RECORD", "drops"),
       ("RUNLOOP_RUN", run), ("RUNLOOP_DROPPED", String(newDrops)),
-      ("RUNLOOP_DROPPED_TOTAL", String(dropped)), ("RUNLOOP_FAILED", String(newFailures)),
+      ("RUNLOOP_DROPPED_TOTAL", String(dropped)), ("RUNLOOP_RATE_LIMITED", String(newRateLimited)),
+      ("RUNLOOP_FAILED", String(newFailures)),
     ]
     fields += extraFields.map { ($0.key, $0.value) }
     if transport.send(fields) == 0 {
       counts.withLock { counts in
         counts.dropsReported = dropped
+        counts.rateLimitedReported += newRateLimited
         counts.failedReported += newFailures
         counts.dropReports += 1
         counts.sent += 1
+        counts.lastReport = now
       }
     }
   }
@@ -314,10 +374,10 @@ final class _JournalEmitter: @unchecked Sendable {
   func statistics(dropped: UInt64) -> JournalSinkStatistics {
     counts.withLock { counts in
       JournalSinkStatistics(
-        sent: counts.sent, dropped: dropped, failed: counts.failed,
+        sent: counts.sent, dropped: dropped + counts.rateLimited, failed: counts.failed,
         dropReports: counts.dropReports, journalAbsent: counts.absent,
         lastError: counts.lastError == 0 ? nil : counts.lastError,
-        absenceReports: counts.absentReported ? 1 : 0)
+        absenceReports: counts.absentReported ? 1 : 0, rateLimited: counts.rateLimited)
     }
   }
 }

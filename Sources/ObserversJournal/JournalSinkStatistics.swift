@@ -11,7 +11,8 @@ public struct JournalSinkStatistics: Sendable, Hashable {
   /// let sent = stats.sent
   /// ```
   public var sent: UInt64
-  /// Records dropped because the queue was full (the journal was slower than the loops).
+  /// Records dropped: because the queue was full (the journal was slower than the loops) or
+  /// over the sink's rate limit (``rateLimited`` of them).
   ///
   /// ```swift
   /// let dropped = stats.dropped
@@ -48,17 +49,23 @@ public struct JournalSinkStatistics: Sendable, Hashable {
   /// let warned = stats.absenceReports == 1
   /// ```
   public var absenceReports: UInt64
+  /// Records dropped by the sink's own ``JournalSink/RateLimit`` (included in ``dropped``).
+  ///
+  /// ```swift
+  /// let overLimit = stats.rateLimited
+  /// ```
+  public var rateLimited: UInt64
 
   /// Creates statistics (the sink does this).
   ///
   /// ```swift
   /// let zero = JournalSinkStatistics(
   ///   sent: 0, dropped: 0, failed: 0, dropReports: 0, journalAbsent: false, lastError: nil,
-  ///   absenceReports: 0)
+  ///   absenceReports: 0, rateLimited: 0)
   /// ```
   public init(
     sent: UInt64, dropped: UInt64, failed: UInt64, dropReports: UInt64, journalAbsent: Bool,
-    lastError: Int32?, absenceReports: UInt64
+    lastError: Int32?, absenceReports: UInt64, rateLimited: UInt64 = 0
   ) {
     self.sent = sent
     self.dropped = dropped
@@ -67,5 +74,6 @@ public struct JournalSinkStatistics: Sendable, Hashable {
     self.journalAbsent = journalAbsent
     self.lastError = lastError
     self.absenceReports = absenceReports
+    self.rateLimited = rateLimited
   }
 }

@@ -41,7 +41,7 @@ struct JournalSinkTests {
     let identifier = "runloop-test-\(UInt32.random(in: 0...UInt32.max))"
     let path = temporaryPath("journal.jsonl")
     defer { unlink(path) }
-    let journal = JournalSink(identifier: identifier)
+    let journal = try JournalSink(identifier: identifier)
     let tracer = LoopTracer(sinks: [try JSONLinesSink(path: path), journal])
     try onNewThread("journal-scenario") { loop in
       let source = CustomInputSource(name: "work") {}
@@ -91,7 +91,8 @@ struct JournalSinkTests {
     // sd_journal_sendv does when journald is not running but its socket file remains.
     let socket = DatagramSocket(path: temporaryPath("absent.sock"))
     socket.close()
-    let journal = JournalSink(identifier: "runloop-absent", destination: .socket(path: socket.path))
+    let journal = try JournalSink(
+      identifier: "runloop-absent", destination: .socket(path: socket.path))
     let tracer = LoopTracer(sinks: [journal])
     _ = try tracedBurst(tracer, passes: 100)
     #expect(journal.flush())
@@ -108,8 +109,9 @@ struct JournalSinkTests {
     // A bound socket nobody reads: once its queue is full (net.unix.max_dgram_qlen), the
     // writer thread blocks in sendto, exactly as sd_journal_sendv blocks on a stalled journald.
     let socket = DatagramSocket(path: temporaryPath("stalled.sock"))
-    let journal = JournalSink(
-      identifier: "runloop-stalled", destination: .socket(path: socket.path), capacity: 32)
+    let journal = try JournalSink(
+      identifier: "runloop-stalled", destination: .socket(path: socket.path), capacity: 32,
+      rateLimit: nil)
     let tracer = LoopTracer(sinks: [journal])
     let passes = 2_000
     _ = try tracedBurst(tracer, passes: passes)
@@ -158,7 +160,7 @@ struct JournalSinkTests {
       .split(separator: "\n").compactMap { pid_t($0) }
     let journald = try #require(pids.first, "journald answers but no systemd-journal process")
     let identifier = "runloop-stopped-\(UInt32.random(in: 0...UInt32.max))"
-    let journal = JournalSink(identifier: identifier, capacity: 64)
+    let journal = try JournalSink(identifier: identifier, capacity: 64)
     let tracer = LoopTracer(sinks: [journal])
     #expect(kill(journald, SIGSTOP) == 0)
     let passes = 400

@@ -57,7 +57,7 @@ struct SystemJournalAbsenceTests {
   @Test(.enabled(if: isChild, "runs only in the child process of the test above"))
   func childTracesWithoutAJournal() throws {
     // 1. No socket file at all (libsystemd alone would report success and lose the entries).
-    let missing = JournalSink(identifier: "runloop-absent-child")
+    let missing = try JournalSink(identifier: "runloop-absent-child")
     try traceBurst(into: missing, passes: 50)
     #expect(missing.flush())
     let missingStats = missing.statistics
@@ -69,7 +69,7 @@ struct SystemJournalAbsenceTests {
     // 2. A socket file nobody listens on: sd_journal_sendv returns -ECONNREFUSED.
     let dead = DatagramSocket(path: "/run/systemd/journal/socket")
     dead.close()
-    let refused = JournalSink(identifier: "runloop-absent-child")
+    let refused = try JournalSink(identifier: "runloop-absent-child")
     try traceBurst(into: refused, passes: 50)
     #expect(refused.flush())
     let refusedStats = refused.statistics
