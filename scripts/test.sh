@@ -12,12 +12,20 @@ bash scripts/ensure-deps.sh
 step "journald"
 bash scripts/ensure-journald.sh || echo "journald could not be started: its tests will say so" >&2
 
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# Every test is a Swift Testing test; XCTest would only add an empty run to the output.
 step "build"
 swift build --build-tests
 step "tests"
-swift test
+swift test --disable-xctest 2>&1 | tee -a "$log"
 step "tests under ThreadSanitizer"
-swift test --sanitize=thread --scratch-path .build-tsan
+swift test --disable-xctest --sanitize=thread --scratch-path .build-tsan 2>&1 | tee -a "$log"
+if grep -q "WARNING: ThreadSanitizer" "$log"; then
+  echo "ThreadSanitizer reported a problem (see above)" >&2
+  exit 1
+fi
 
 if grep -q '"runloop-bench"' Package.swift; then
   step "benchmark build (release)"
@@ -30,4 +38,8 @@ if [ -n "$lint" ]; then
   echo "$lint"
   exit 1
 fi
+# One closing line for both runs: tests passed, tests failed.
+passed=$(grep -oE 'Test run with [0-9]+ tests? in [0-9]+ suites? passed' "$log" | awk '{s += $4} END {print s + 0}')
+failed=$(grep -cE '^✘ Test .* failed' "$log" || true)
 echo "all checks passed"
+echo "$passed passed, $failed failed"
