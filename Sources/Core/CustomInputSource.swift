@@ -25,9 +25,18 @@ import Synchronization
 /// All methods are safe to call from any thread.
 public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// The source's name in traces.
+  ///
+  /// ```swift
+  /// let source = CustomInputSource(name: "commands") { drainCommands() }
+  /// source.name  // "commands"
+  /// ```
   public let name: String
   /// Sources that are signalled at once run in ascending order (ties in the order they were
   /// added).
+  ///
+  /// ```swift
+  /// let urgent = CustomInputSource(name: "urgent", order: -1) { handleUrgent() }
+  /// ```
   public let order: Int
 
   let scheduleHandler: (@Sendable (EventRunLoop, LoopMode) -> Void)?
@@ -106,9 +115,18 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   }
 
   /// Whether the source is signalled and not yet performed.
+  ///
+  /// ```swift
+  /// source.signal()
+  /// source.isSignalled  // true until the loop performs it
+  /// ```
   public var isSignalled: Bool { signalled.load(ordering: .acquiring) }
 
   /// Whether the source can still be added and signalled.
+  ///
+  /// ```swift
+  /// if source.isValid { try loop.add(source, mode: .default) }
+  /// ```
   public var isValid: Bool { valid.load(ordering: .acquiring) }
 
   /// Removes the source from every loop and mode it is in (calling `cancel` for each) and

@@ -24,11 +24,25 @@ import Synchronization
 /// All methods are safe to call from any thread.
 public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
   /// The descriptor watched.
+  ///
+  /// ```swift
+  /// watch.invalidate()
+  /// close(watch.fileDescriptor)  // the watch never closes it
+  /// ```
   public let fileDescriptor: Int32
   /// The watch's name in traces.
+  ///
+  /// ```swift
+  /// let watch = DescriptorWatch(fileDescriptor: fd, name: "client") { _ in }
+  /// watch.name  // "client"
+  /// ```
   public let name: String
   /// Ready watches run in ascending order when the loop must choose one (ties in the order
   /// they were added).
+  ///
+  /// ```swift
+  /// let control = DescriptorWatch(fileDescriptor: fd, order: -1) { _ in handleControl() }
+  /// ```
   public let order: Int
 
   let token: UInt64
@@ -84,6 +98,10 @@ public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
   }
 
   /// What the watch waits for.
+  ///
+  /// ```swift
+  /// if !watch.interest.contains(.writable) { try watch.setInterest([.readable, .writable]) }
+  /// ```
   public var interest: DescriptorEvents {
     DescriptorEvents(rawValue: interestBits.load(ordering: .acquiring))
   }
@@ -106,6 +124,11 @@ public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
   }
 
   /// Whether the watch can still be added.
+  ///
+  /// ```swift
+  /// watch.invalidate()
+  /// watch.isValid  // false
+  /// ```
   public var isValid: Bool { valid.load(ordering: .acquiring) }
 
   /// Removes the watch from every loop and mode. It does not close the descriptor.

@@ -122,6 +122,11 @@ extension EventRunLoop {
   }
 
   /// Whether `watch` takes part in runs in `mode`.
+  ///
+  /// ```swift
+  /// try loop.add(watch, mode: .common)
+  /// loop.contains(watch, mode: .default)  // true: .default is a common mode
+  /// ```
   public func contains(_ watch: DescriptorWatch, mode: LoopMode) -> Bool {
     state.withLock { state in
       state.watches.contains(watch, in: mode)

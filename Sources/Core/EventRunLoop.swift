@@ -25,10 +25,22 @@ import Synchronization
 /// guide's "Thread Safety and Run Loop Objects" describes for CoreFoundation.
 public final class EventRunLoop: @unchecked Sendable {
   /// A number that identifies the loop in traces, unique in the process.
+  ///
+  /// ```swift
+  /// print("loop \(EventRunLoop.current.id)")
+  /// ```
   public let id: UInt64
   /// The kernel thread id (`gettid`) of the thread that owns the loop.
+  ///
+  /// ```swift
+  /// print("the worker's loop runs on thread \(worker.runLoop.threadID)")
+  /// ```
   public let threadID: pid_t
   /// Whether this is the main thread's loop.
+  ///
+  /// ```swift
+  /// if EventRunLoop.current.isMain { print("on the main thread") }
+  /// ```
   public let isMain: Bool
 
   let poller: Poller
@@ -86,6 +98,10 @@ public final class EventRunLoop: @unchecked Sendable {
 
   /// Whether the calling thread owns this loop. A loop whose thread has exited is current
   /// nowhere, even on a later thread that the kernel gave the same thread id.
+  ///
+  /// ```swift
+  /// precondition(loop.isCurrent, "call this on the loop's thread")
+  /// ```
   public var isCurrent: Bool {
     if isMain { return crl_current_tid() == threadID }
     return pthread_getspecific(currentLoopKey) == Unmanaged.passUnretained(self).toOpaque()
@@ -99,16 +115,33 @@ public final class EventRunLoop: @unchecked Sendable {
   public var currentMode: LoopMode? { state.withLock { $0.frames.last?.mode } }
 
   /// Whether a run of the loop is active (on its thread).
+  ///
+  /// ```swift
+  /// if loop.isRunning { loop.stop() }
+  /// ```
   public var isRunning: Bool { state.withLock { !$0.frames.isEmpty } }
 
   /// Whether the owning thread has exited; such a loop can no longer run.
+  ///
+  /// ```swift
+  /// guard !worker.runLoop.threadHasExited else { return }
+  /// ```
   public var threadHasExited: Bool { state.withLock { $0.threadExited } }
 
   /// The loop's common modes: the modes an item added in ``LoopMode/common`` belongs to.
   /// ``LoopMode/default`` is one from the start.
+  ///
+  /// ```swift
+  /// EventRunLoop.current.commonModes  // [.default] until addCommonMode(_:) adds more
+  /// ```
   public var commonModes: Set<LoopMode> { state.withLock { $0.commonModes } }
 
   /// Whether `mode` is one of the loop's common modes.
+  ///
+  /// ```swift
+  /// loop.addCommonMode("tracking")
+  /// loop.isCommonMode("tracking")  // true
+  /// ```
   public func isCommonMode(_ mode: LoopMode) -> Bool {
     state.withLock { $0.commonModes.contains(mode) }
   }
@@ -181,6 +214,10 @@ public final class EventRunLoop: @unchecked Sendable {
   }
 
   /// Detaches an instrument from this loop. Safe from any thread.
+  ///
+  /// ```swift
+  /// loop.removeInstrument(recorder)
+  /// ```
   public func removeInstrument(_ instrument: any RunLoopInstrument) {
     let removed = state.withLock { state -> Bool in
       guard let index = state.instruments.firstIndex(where: { $0 === instrument }) else {
@@ -207,6 +244,10 @@ public final class EventRunLoop: @unchecked Sendable {
   }
 
   /// Detaches a process-wide instrument.
+  ///
+  /// ```swift
+  /// EventRunLoop.removeProcessInstrument(tracer)
+  /// ```
   public static func removeProcessInstrument(_ instrument: any RunLoopInstrument) {
     let removed = processInstruments.withLock { list -> Bool in
       guard let index = list.firstIndex(where: { $0 === instrument }) else { return false }
@@ -237,11 +278,19 @@ public final class EventRunLoop: @unchecked Sendable {
   }
 
   /// Unplugs a deadline provider. Safe from any thread.
+  ///
+  /// ```swift
+  /// loop.removeDeadlineProvider(timerTable)
+  /// ```
   public func removeDeadlineProvider(_ provider: any LoopDeadlineProvider) {
     state.withLock { $0.providers.removeAll { $0 === provider } }
   }
 
   /// The deadline providers plugged into this loop.
+  ///
+  /// ```swift
+  /// let plugged = loop.deadlineProviders.contains { $0 === timerTable }
+  /// ```
   public var deadlineProviders: [any LoopDeadlineProvider] { state.withLock { $0.providers } }
 
   /// Called by the thread-exit destructor, on the exiting thread: nothing queued can run any
@@ -295,12 +344,24 @@ public final class EventRunLoop: @unchecked Sendable {
 
 extension EventRunLoop: Hashable, CustomStringConvertible {
   /// Loops are equal only to themselves.
+  ///
+  /// ```swift
+  /// EventRunLoop.current == EventRunLoop.main  // true only on the main thread
+  /// ```
   public static func == (lhs: EventRunLoop, rhs: EventRunLoop) -> Bool { lhs === rhs }
 
   /// Hashes the loop's identity.
+  ///
+  /// ```swift
+  /// let passes: [EventRunLoop: Int] = [EventRunLoop.current: 0]
+  /// ```
   public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
   /// `EventRunLoop(id: 3, thread: 1234)`.
+  ///
+  /// ```swift
+  /// print(EventRunLoop.current)  // EventRunLoop(id: 1, thread: 4242)
+  /// ```
   public var description: String { "EventRunLoop(id: \(id), thread: \(threadID))" }
 }
 

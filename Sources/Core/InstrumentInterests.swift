@@ -7,19 +7,43 @@
 /// ```
 public struct InstrumentInterests: OptionSet, Sendable, Hashable {
   /// The bits of the set.
+  ///
+  /// ```swift
+  /// InstrumentInterests.callouts.rawValue  // 2
+  /// ```
   public let rawValue: UInt8
 
   /// Creates a set from its bits.
+  ///
+  /// ```swift
+  /// let interests = InstrumentInterests(rawValue: 0b101)  // [.activities, .sleeps]
+  /// ```
   public init(rawValue: UInt8) {
     self.rawValue = rawValue
   }
 
   /// The six activities of the sequence of events.
+  ///
+  /// ```swift
+  /// var interests: InstrumentInterests { .activities }
+  /// ```
   public static let activities = InstrumentInterests(rawValue: 1 << 0)
   /// Every call-out into user code, with its start and end.
+  ///
+  /// ```swift
+  /// var interests: InstrumentInterests { .callouts }
+  /// ```
   public static let callouts = InstrumentInterests(rawValue: 1 << 1)
   /// Every sleep, with its start and end.
+  ///
+  /// ```swift
+  /// var interests: InstrumentInterests { [.activities, .sleeps] }
+  /// ```
   public static let sleeps = InstrumentInterests(rawValue: 1 << 2)
   /// Everything.
+  ///
+  /// ```swift
+  /// var interests: InstrumentInterests { .all }
+  /// ```
   public static let all: InstrumentInterests = [.activities, .callouts, .sleeps]
 }

@@ -8,31 +8,71 @@
 /// ```
 public struct LoopActivity: OptionSet, Hashable, Sendable, CustomStringConvertible {
   /// The bits of the set.
+  ///
+  /// ```swift
+  /// LoopActivity.beforeWaiting.rawValue  // 32
+  /// ```
   public let rawValue: UInt32
 
   /// Creates a set from its bits.
+  ///
+  /// ```swift
+  /// let activity = LoopActivity(rawValue: 1 << 5)  // .beforeWaiting
+  /// ```
   public init(rawValue: UInt32) {
     self.rawValue = rawValue
   }
 
   /// The loop was entered (step 1 of the sequence of events).
+  ///
+  /// ```swift
+  /// if activity == .entry { print("a run began in", info.mode) }
+  /// ```
   public static let entry = LoopActivity(rawValue: 1 << 0)
   /// The loop is about to process timers (step 2).
+  ///
+  /// ```swift
+  /// if activity == .beforeTimers { print("pass", info.iteration, "checks its timers") }
+  /// ```
   public static let beforeTimers = LoopActivity(rawValue: 1 << 1)
   /// The loop is about to process custom input sources (step 3).
+  ///
+  /// ```swift
+  /// if activity == .beforeSources { print("pass", info.iteration, "checks its sources") }
+  /// ```
   public static let beforeSources = LoopActivity(rawValue: 1 << 2)
   /// The loop is about to sleep (step 6).
+  ///
+  /// ```swift
+  /// if activity == .beforeWaiting { flushPendingDrawing() }
+  /// ```
   public static let beforeWaiting = LoopActivity(rawValue: 1 << 5)
   /// The loop has woken up, before it handles what woke it (step 8).
+  ///
+  /// ```swift
+  /// if activity == .afterWaiting { wakeUps += 1 }
+  /// ```
   public static let afterWaiting = LoopActivity(rawValue: 1 << 6)
   /// The loop exited (step 10).
+  ///
+  /// ```swift
+  /// if activity == .exit { print("the run in", info.mode, "returned") }
+  /// ```
   public static let exit = LoopActivity(rawValue: 1 << 7)
   /// All six activities.
+  ///
+  /// ```swift
+  /// LoopActivity.allActivities.contains(.exit)  // true
+  /// ```
   public static let allActivities: LoopActivity = [
     .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit,
   ]
 
   /// The six single activities in the order the sequence of events reaches them.
+  ///
+  /// ```swift
+  /// LoopActivity.sequence.map(\.name)  // ["entry", "beforeTimers", ..., "exit"]
+  /// ```
   public static let sequence: [LoopActivity] = [
     .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit,
   ]
@@ -59,5 +99,9 @@ public struct LoopActivity: OptionSet, Hashable, Sendable, CustomStringConvertib
   }
 
   /// The same as ``name``.
+  ///
+  /// ```swift
+  /// "\(LoopActivity([.entry, .exit]))"  // "entry|exit"
+  /// ```
   public var description: String { name }
 }

@@ -11,6 +11,10 @@
 /// ```
 public struct LoopMode: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
   /// The mode's name, as it appears in traces.
+  ///
+  /// ```swift
+  /// LoopMode.default.name  // "default"
+  /// ```
   public let name: String
 
   /// Creates a mode with a name.
@@ -23,6 +27,11 @@ public struct LoopMode: Hashable, Sendable, CustomStringConvertible, Expressible
   }
 
   /// Creates a mode from a string literal: `let mode: LoopMode = "tracking"`.
+  ///
+  /// ```swift
+  /// let tracking: LoopMode = "tracking"
+  /// try loop.add(source, mode: tracking)
+  /// ```
   public init(stringLiteral value: String) {
     self.init(value)
   }
@@ -49,5 +58,9 @@ public struct LoopMode: Hashable, Sendable, CustomStringConvertible, Expressible
   public static let common = LoopMode("common")
 
   /// The mode's name.
+  ///
+  /// ```swift
+  /// "\(LoopMode.common)"  // "common"
+  /// ```
   public var description: String { name }
 }

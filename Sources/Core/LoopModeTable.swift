@@ -35,16 +35,34 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   private var nextStamp: UInt64 = 0
 
   /// Creates an empty table.
+  ///
+  /// ```swift
+  /// var sources = LoopModeTable<CustomInputSource>()
+  /// ```
   public init() {}
 
   /// The modes (possibly including ``LoopMode/common``) that hold at least one item.
+  ///
+  /// ```swift
+  /// table.insert(item, in: .common)
+  /// table.modes  // [.common]
+  /// ```
   public var modes: [LoopMode] { Array(byMode.keys) }
 
   /// Whether no item is in any mode.
+  ///
+  /// ```swift
+  /// LoopModeTable<CustomInputSource>().isEmpty  // true
+  /// ```
   public var isEmpty: Bool { byMode.isEmpty }
 
   /// Adds `item` to `mode` (which may be ``LoopMode/common``); returns `false` when it was
   /// already there.
+  ///
+  /// ```swift
+  /// table.insert(item, in: .default)  // true
+  /// table.insert(item, in: .default)  // false: already there
+  /// ```
   @discardableResult
   public mutating func insert(_ item: Item, in mode: LoopMode) -> Bool {
     var entries = byMode[mode, default: []]
@@ -60,6 +78,10 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   }
 
   /// Removes `item` from `mode`; returns `false` when it was not there.
+  ///
+  /// ```swift
+  /// table.remove(item, from: .default)  // false when it was not there
+  /// ```
   @discardableResult
   public mutating func remove(_ item: Item, from mode: LoopMode) -> Bool {
     guard var entries = byMode[mode], let index = entries.firstIndex(where: { $0.item === item })
@@ -73,17 +95,30 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   }
 
   /// Whether `item` was added to exactly `mode` (not through ``LoopMode/common``).
+  ///
+  /// ```swift
+  /// table.insert(item, in: .common)
+  /// table.contains(item, in: .default)  // false: it is there only through .common
+  /// ```
   public func contains(_ item: Item, in mode: LoopMode) -> Bool {
     byMode[mode]?.contains { $0.item === item } ?? false
   }
 
   /// The modes (possibly including ``LoopMode/common``) that `item` was added to.
+  ///
+  /// ```swift
+  /// table.modes(of: item)  // [.default, .common], in no particular order
+  /// ```
   public func modes(of item: Item) -> [LoopMode] {
     byMode.compactMap { mode, entries in entries.contains { $0.item === item } ? mode : nil }
   }
 
   /// The items added directly to `mode` (or to ``LoopMode/common`` when `mode` is `.common`),
   /// in run order.
+  ///
+  /// ```swift
+  /// let commonItems = table.items(in: .common)
+  /// ```
   public func items(in mode: LoopMode) -> [Item] {
     byMode[mode]?.map(\.item) ?? []
   }
@@ -91,6 +126,10 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// The items that take part in a run in `mode`: those added to it and, when it is a common
   /// mode, those added to ``LoopMode/common``, in ascending order (ties in insertion order),
   /// each once. Cached until the table changes or ``commonModesDidChange()`` is called.
+  ///
+  /// ```swift
+  /// for item in table.resolved(for: .default, commonModes: [.default]) { run(item) }
+  /// ```
   public mutating func resolved(for mode: LoopMode, commonModes: Set<LoopMode>) -> [Item] {
     if let cached = resolvedCache[mode] { return cached }
     var entries = byMode[mode] ?? []
@@ -106,12 +145,21 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   }
 
   /// Whether a run in `mode` would see any item.
+  ///
+  /// ```swift
+  /// if !table.hasItems(for: mode, commonModes: commonModes) { return .finished }
+  /// ```
   public func hasItems(for mode: LoopMode, commonModes: Set<LoopMode>) -> Bool {
     if byMode[mode] != nil { return true }
     return commonModes.contains(mode) && byMode[.common] != nil
   }
 
   /// Drops cached resolutions; call it when the loop's common-modes set changes.
+  ///
+  /// ```swift
+  /// commonModes.insert("tracking")
+  /// table.commonModesDidChange()
+  /// ```
   public mutating func commonModesDidChange() {
     resolvedCache.removeAll(keepingCapacity: true)
   }

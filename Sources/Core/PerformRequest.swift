@@ -13,6 +13,10 @@ import Synchronization
 /// All members are safe to use from any thread.
 public final class PerformRequest: Sendable {
   /// Where a request is in its life.
+  ///
+  /// ```swift
+  /// if request.state == .pending { request.cancel() }
+  /// ```
   public enum State: UInt8, Sendable, CustomStringConvertible {
     /// Queued, not yet run.
     case pending
@@ -26,6 +30,10 @@ public final class PerformRequest: Sendable {
     case abandoned
 
     /// The case name.
+    ///
+    /// ```swift
+    /// "\(PerformRequest.State.finished)"  // "finished"
+    /// ```
     public var description: String {
       switch self {
       case .pending: "pending"
@@ -38,8 +46,18 @@ public final class PerformRequest: Sendable {
   }
 
   /// The request's name in traces.
+  ///
+  /// ```swift
+  /// let request = loop.perform(name: "refresh") { refresh() }
+  /// request.name  // "refresh"
+  /// ```
   public let name: String
   /// The modes it may run in (``LoopMode/common`` stands for the loop's common modes).
+  ///
+  /// ```swift
+  /// let request = loop.perform(inModes: [.default]) { redraw() }
+  /// request.modes  // [.default]
+  /// ```
   public let modes: [LoopMode]
 
   let body: @Sendable () -> Void
@@ -59,6 +77,11 @@ public final class PerformRequest: Sendable {
   }
 
   /// The request's state now.
+  ///
+  /// ```swift
+  /// let request = loop.perform { work() }
+  /// request.state  // .pending until the loop runs it
+  /// ```
   public var state: State { State(rawValue: stateBits.load(ordering: .acquiring)) ?? .pending }
 
   /// Cancels the request if it has not started; returns whether it did. A cancelled request

@@ -44,20 +44,47 @@ public protocol RunLoopInstrument: AnyObject, Sendable {
 
 extension RunLoopInstrument {
   /// 0: recorders hear events before observers react to them.
+  ///
+  /// ```swift
+  /// var notificationOrder: Int { 100 }  // hear events after the recorders
+  /// ```
   public var notificationOrder: Int { 0 }
 
   /// Does nothing: an instrument that keeps no per-loop state need not implement it.
+  ///
+  /// ```swift
+  /// func runLoopThreadDidExit(_ loop: EventRunLoop) { counts.withLock { $0[loop.id] = nil } }
+  /// ```
   public func runLoopThreadDidExit(_ loop: EventRunLoop) {}
 
   /// Does nothing: an instrument that does not want activities need not implement it.
+  ///
+  /// ```swift
+  /// func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
+  ///   print(info.iteration, activity)
+  /// }
+  /// ```
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
   }
 
   /// Does nothing: an instrument that does not want call-outs need not implement it.
+  ///
+  /// ```swift
+  /// func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
+  ///   print(callout.name, callout.duration)
+  /// }
+  /// ```
   public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
   {}
 
   /// Does nothing: an instrument that does not want sleeps need not implement it.
+  ///
+  /// ```swift
+  /// func runLoop(
+  ///   _ loop: EventRunLoop, didSleepFrom start: ContinuousClock.Instant,
+  ///   to end: ContinuousClock.Instant, _ info: LoopPassInfo
+  /// ) { print("slept", end - start) }
+  /// ```
   public func runLoop(
     _ loop: EventRunLoop, didSleepFrom start: ContinuousClock.Instant,
     to end: ContinuousClock.Instant, _ info: LoopPassInfo

@@ -27,6 +27,10 @@ import Synchronization
 /// ``failureHandler`` (which prints to standard error unless replaced).
 public final class RunLoopThread: @unchecked Sendable {
   /// Where a thread is in its life.
+  ///
+  /// ```swift
+  /// if worker.state == .finished { try worker.join() }
+  /// ```
   public enum State: UInt8, Sendable {
     /// Created, not started.
     case created
@@ -37,12 +41,31 @@ public final class RunLoopThread: @unchecked Sendable {
   }
 
   /// The thread's name (Linux keeps the first 15 bytes for tools such as `top`).
+  ///
+  /// ```swift
+  /// print("running on", RunLoopThread.current?.name ?? "a thread RunLoopThread did not create")
+  /// ```
   public let name: String
   /// The stack size asked for, or `nil` for the system default.
+  ///
+  /// ```swift
+  /// let deep = RunLoopThread(name: "deep", stackSize: 8 << 20) { _ in recurse() }
+  /// deep.stackSize  // 8388608
+  /// ```
   public let stackSize: Int?
   /// The priority asked for, or `nil` to inherit.
+  ///
+  /// ```swift
+  /// let indexer = RunLoopThread(name: "indexer", priority: .nice(10)) { _ in index() }
+  /// indexer.priority  // .nice(10)
+  /// ```
   public let priority: ThreadPriority?
   /// Whether the thread is detached: it cannot be joined and cleans up by itself.
+  ///
+  /// ```swift
+  /// let logger = RunLoopThread(name: "logger", detached: true) { _ in flushLogs() }
+  /// logger.isDetached  // true: join() throws invalidState
+  /// ```
   public let isDetached: Bool
 
   private let entry: @Sendable (RunLoopThread) throws -> Void
@@ -125,12 +148,25 @@ public final class RunLoopThread: @unchecked Sendable {
   public static var currentStackSize: Int { Int(crl_current_stack_size()) }
 
   /// The thread's state.
+  ///
+  /// ```swift
+  /// try worker.start()
+  /// worker.state  // .executing until the entry closure returns
+  /// ```
   public var state: State { State(rawValue: stateBits.load(ordering: .acquiring)) ?? .created }
 
   /// The error the entry closure threw, if it did.
+  ///
+  /// ```swift
+  /// if let error = worker.failure { print("the worker failed:", error) }
+  /// ```
   public var failure: (any Error)? { shared.withLock { $0.failure } }
 
   /// The kernel thread id, once started.
+  ///
+  /// ```swift
+  /// if let tid = worker.threadID { print("the worker is thread", tid) }
+  /// ```
   public var threadID: pid_t? { shared.withLock { $0.threadID == 0 ? nil : $0.threadID } }
 
   /// The thread's run loop. It exists once ``start()`` has returned; before that, reading
@@ -149,9 +185,20 @@ public final class RunLoopThread: @unchecked Sendable {
 
   /// Asks the thread to finish; the entry closure checks ``isCancelled`` (Foundation's
   /// `cancel()`). It does not interrupt anything by itself.
+  ///
+  /// ```swift
+  /// worker.cancel()
+  /// worker.runLoop.stop()  // the entry closure's loop then checks isCancelled
+  /// ```
   public func cancel() { cancelled.store(true, ordering: .releasing) }
 
   /// Whether ``cancel()`` was called.
+  ///
+  /// ```swift
+  /// while !thread.isCancelled {
+  ///   _ = try thread.runLoop.run(mode: .default, timeout: .seconds(1))
+  /// }
+  /// ```
   public var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
 
   /// Reads and writes the thread's dictionary (Foundation's `threadDictionary`), from any
@@ -167,6 +214,11 @@ public final class RunLoopThread: @unchecked Sendable {
   }
 
   /// Starts the thread and returns once its run loop exists and its priority is applied.
+  ///
+  /// ```swift
+  /// try worker.start()
+  /// worker.runLoop.perform { print("on the worker") }
+  /// ```
   ///
   /// - Throws: ``RunLoopError/Code/invalidState`` when started twice;
   ///   ``RunLoopError/Code/invalidArgument`` for a stack size the system refuses;
@@ -218,6 +270,11 @@ public final class RunLoopThread: @unchecked Sendable {
   }
 
   /// Waits for the thread to finish.
+  ///
+  /// ```swift
+  /// worker.runLoop.stop()
+  /// try worker.join()
+  /// ```
   ///
   /// - Throws: ``RunLoopError/Code/threadFailed`` when the entry closure threw (``failure``
   ///   has the original error); ``RunLoopError/Code/invalidState`` for a detached thread, a
@@ -297,6 +354,10 @@ public final class RunLoopThread: @unchecked Sendable {
 
 extension RunLoopError.Code {
   /// A thread's entry closure threw.
+  ///
+  /// ```swift
+  /// if error.code == .threadFailed, let cause = worker.failure { print(cause) }
+  /// ```
   public static let threadFailed = RunLoopError.Code("threadFailed")
 }
 

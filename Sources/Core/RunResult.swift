@@ -20,5 +20,9 @@ public enum RunResult: String, Sendable, Hashable, CustomStringConvertible {
   case handledSource
 
   /// The case name.
+  ///
+  /// ```swift
+  /// "\(RunResult.timedOut)"  // "timedOut"
+  /// ```
   public var description: String { rawValue }
 }
