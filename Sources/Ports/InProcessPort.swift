@@ -23,7 +23,8 @@ import Synchronization
 ///
 /// Delivery: per sender, messages arrive in the order they were sent; nothing is lost or
 /// duplicated. The loop takes every queued message in one wake-up (one `eventfd` read, one
-/// lock) and hands them to the handler one by one.
+/// lock) and hands them to the handler one by one; a handler that runs the loop nested
+/// continues with those before newer ones, so the order holds then too.
 ///
 /// Back-pressure: the queue holds ``capacity`` messages. A send to a full queue waits for
 /// room until its deadline and then throws ``RunLoopError/Code/queueFull``; a message is never
@@ -31,7 +32,8 @@ import Synchronization
 /// at once, since the loop cannot drain while it waits.
 ///
 /// A port belongs to the first loop it is added to (in any number of modes of it). The
-/// loops keep an added port alive until ``invalidate()``.
+/// loops keep an added port alive until ``invalidate()``, which also closes its `eventfd`;
+/// an invalidated port is freed once nothing else refers to it.
 ///
 /// Invalidation tells both sides: every handler registered with
 /// ``onInvalidation(on:_:)`` (the owner's and the senders') runs once, senders waiting for
@@ -51,8 +53,8 @@ public final class InProcessPort: @unchecked Sendable {
   /// ```
   public let capacity: Int
 
-  // Closed by invalidate() under the state lock, so no sender can write to it afterwards
-  // (`state.valid` is checked under the same lock first); -1 once closed.
+  // Closed by invalidate() (or deinit) under the state lock, once `state.valid` is false:
+  // senders write and the loop reads only under that lock after checking `valid`.
   private let eventDescriptor: Int32
   // Free queue slots. Created at 0 and raised to `capacity`, so libdispatch never sees the
   // value below its initial one (it stops the process when such a semaphore is freed).
@@ -259,9 +261,6 @@ public final class InProcessPort: @unchecked Sendable {
       state.valid = false
       validFlag.store(false, ordering: .releasing)
       state.discarded += state.queue.count
-      // No sender can write to the eventfd any more (they check `valid` under this lock).
-      state.closed = true
-      close(eventDescriptor)
       state.queue.removeAll()
       defer { state.invalidationHandlers.removeAll() }
       return (state.waitingSenders, state.invalidationHandlers)
@@ -271,6 +270,12 @@ public final class InProcessPort: @unchecked Sendable {
     for _ in 0..<waiting { slots.signal() }
     watch.invalidate()
     link.cut()
+    // Out of every epoll set now (closing first could let a reused number be removed), and
+    // no sender writes to it any more: they check `valid` under this lock before writing.
+    state.withLock { state in
+      state.closed = true
+      close(eventDescriptor)
+    }
     for handler in handlers { handler.run(for: self) }
   }
 
