@@ -39,6 +39,28 @@ struct NamedPortServerRobustnessTests {
     holder.invalidate()
   }
 
+  /// A directory that would leave no room for a longest name plus ".sock" in a socket
+  /// address is refused up front, not at the first bind.
+  @Test func registryDirectoryTooLongForALongestSocketPathIsRefused() throws {
+    let temporary = try TemporaryRegistry()
+    // 108-byte sun_path: "/" + 64-byte name + ".sock" + NUL leaves 37 bytes of directory.
+    let fits =
+      temporary.directory + "/"
+      + String(repeating: "d", count: 37 - temporary.directory.utf8.count - 1)
+    let tooLong = fits + "x"
+    #expect(throws: RunLoopError.invalidArgument("")) {
+      try PortNameRegistry(directory: tooLong)
+    }
+    rmdir(tooLong)
+    let registry = try PortNameRegistry(directory: fits)
+    let longest = String(repeating: "n", count: PortNameRegistry.maximumNameLength)
+    let server = try NamedPortServer(name: longest, registry: registry) { message in message.data }
+    #expect(server.isValid)
+    server.invalidate()
+    unlink(registry.directory + "/" + longest + ".lock")
+    rmdir(fits)
+  }
+
   /// invalidate() from another thread closes on the owner's next pass; a loop that runs
   /// only a custom mode must still close the server and stop answering.
   @Test func serverInvalidatedFromAnotherThreadStopsServingInACustomMode() throws {
