@@ -52,11 +52,13 @@ public final class DescriptorSource: @unchecked Sendable {
   /// ```
   public let name: String
 
-  private let onReadable: (@Sendable (DescriptorSource) -> Void)?
-  private let onWritable: (@Sendable (DescriptorSource) -> Void)?
-  private let onError: (@Sendable (DescriptorSource, DescriptorEvents) -> Void)?
+  // The call-outs, dropped on invalidation: they often capture an object that holds this
+  // source (a socket, a server), and keeping them would keep that object alive forever.
+  private let callouts: GuardedState<_DescriptorCallouts?>
   private let closed = Atomic<Bool>(false)
-  // Set once in init; the watch's handler holds the source until invalidation.
+  // The watch's handler holds the source through this link until invalidation cuts it.
+  private let link = _OwnerLink<DescriptorSource>()
+  // Set once in init.
   private var watch: DescriptorWatch!
 
   /// Creates a source; it does nothing until added to a loop.
@@ -86,15 +88,15 @@ public final class DescriptorSource: @unchecked Sendable {
     self.fileDescriptor = fileDescriptor
     self.ownership = ownership
     self.name = name
-    self.onReadable = onReadable
-    self.onWritable = onWritable
-    self.onError = onError
+    self.callouts = GuardedState(
+      _DescriptorCallouts(onReadable: onReadable, onWritable: onWritable, onError: onError))
     var interest: DescriptorEvents = []
     if onReadable != nil { interest.insert(.readable) }
     if wantsWritable { interest.insert(.writable) }
     self.watch = DescriptorWatch(
       fileDescriptor: fileDescriptor, interest: interest, name: name, order: order
-    ) { [self] events in self.dispatch(events) }
+    ) { [link] events in link.target?.dispatch(events) }
+    link.attach(self)
   }
 
   /// Whether the source can still be added and still calls out.
@@ -166,13 +168,27 @@ public final class DescriptorSource: @unchecked Sendable {
   /// ```
   public func invalidate() {
     watch.invalidate()
+    link.cut()
+    callouts.withLock { $0 = nil }
     guard ownership == .owned, !closed.exchange(true, ordering: .acquiringAndReleasing) else {
       return
     }
     close(fileDescriptor)
   }
 
+  /// Turns read interest off (an accept that failed for lack of descriptors would otherwise
+  /// report the listener readable on every pass) or back on.
+  func _setWantsReadable(_ wants: Bool) throws(RunLoopError) {
+    var interest = watch.interest
+    if wants { interest.insert(.readable) } else { interest.remove(.readable) }
+    try watch.setInterest(interest)
+  }
+
   private func dispatch(_ events: DescriptorEvents) {
+    guard let callouts = callouts.withLock({ $0 }) else { return }
+    let onReadable = callouts.onReadable
+    let onWritable = callouts.onWritable
+    let onError = callouts.onError
     // A hang-up is also an end of file for a reader: let it read the 0.
     if !events.isDisjoint(with: [.readable, .hangup]), let onReadable, isValid {
       onReadable(self)
@@ -187,4 +203,11 @@ public final class DescriptorSource: @unchecked Sendable {
       invalidate()
     }
   }
+}
+
+/// The call-outs of a ``DescriptorSource``.
+struct _DescriptorCallouts {
+  let onReadable: (@Sendable (DescriptorSource) -> Void)?
+  let onWritable: (@Sendable (DescriptorSource) -> Void)?
+  let onError: (@Sendable (DescriptorSource, DescriptorEvents) -> Void)?
 }

@@ -3,6 +3,7 @@ import DequeModule
 import Dispatch
 import Glibc
 import RunLoopCore
+import Synchronization
 
 /// A port for messages between threads of one process, the role of `NSMachPort` in the
 /// guide's "Configuring an NSMachPort Object": a bounded message queue plus an `eventfd`
@@ -22,7 +23,8 @@ import RunLoopCore
 ///
 /// Delivery: per sender, messages arrive in the order they were sent; nothing is lost or
 /// duplicated. The loop takes every queued message in one wake-up (one `eventfd` read, one
-/// lock) and hands them to the handler one by one.
+/// lock) and hands them to the handler one by one; a handler that runs the loop nested
+/// continues with those before newer ones, so the order holds then too.
 ///
 /// Back-pressure: the queue holds ``capacity`` messages. A send to a full queue waits for
 /// room until its deadline and then throws ``RunLoopError/Code/queueFull``; a message is never
@@ -30,7 +32,8 @@ import RunLoopCore
 /// at once, since the loop cannot drain while it waits.
 ///
 /// A port belongs to the first loop it is added to (in any number of modes of it). The
-/// loops keep an added port alive until ``invalidate()``.
+/// loops keep an added port alive until ``invalidate()``, which also closes its `eventfd`;
+/// an invalidated port is freed once nothing else refers to it.
 ///
 /// Invalidation tells both sides: every handler registered with
 /// ``onInvalidation(on:_:)`` (the owner's and the senders') runs once, senders waiting for
@@ -50,6 +53,8 @@ public final class InProcessPort: @unchecked Sendable {
   /// ```
   public let capacity: Int
 
+  // Closed by invalidate() (or deinit) under the state lock, once `state.valid` is false:
+  // senders write and the loop reads only under that lock after checking `valid`.
   private let eventDescriptor: Int32
   // Free queue slots. Created at 0 and raised to `capacity`, so libdispatch never sees the
   // value below its initial one (it stops the process when such a semaphore is freed).
@@ -58,6 +63,14 @@ public final class InProcessPort: @unchecked Sendable {
   // Everything shared between senders and the owning loop, behind one lock; no user code
   // runs while it is held.
   private let state = GuardedState(_PortState())
+  // A lock-free copy of `state.valid` for the checks made per message.
+  private let validFlag = Atomic<Bool>(true)
+  // Messages taken from the queue and not yet handed to the handler. Touched on the owning
+  // loop's thread only: a handler that runs the loop nested continues from here, so the
+  // messages of one sender keep their order.
+  private var taken = Deque<LoopPortMessage>()
+  // The watch's handler holds the port through this link until invalidation cuts it.
+  private let link = _OwnerLink<InProcessPort>()
   // Set once in init.
   private var watch: DescriptorWatch!
 
@@ -87,14 +100,16 @@ public final class InProcessPort: @unchecked Sendable {
     self.eventDescriptor = descriptor
     self.handler = handler
     for _ in 0..<capacity { slots.signal() }
-    self.watch = DescriptorWatch(fileDescriptor: descriptor, name: name) { [self] _ in
-      self.deliverQueued()
+    self.watch = DescriptorWatch(fileDescriptor: descriptor, name: name) { [link] _ in
+      link.target?.deliverQueued()
     }
+    link.attach(self)
   }
 
   deinit {
-    // The descriptor outlives invalidation: a sender may still be about to write to it.
-    close(eventDescriptor)
+    state.withLock { state in
+      if !state.closed { close(eventDescriptor) }
+    }
   }
 
   /// Whether the port still accepts messages.
@@ -111,7 +126,8 @@ public final class InProcessPort: @unchecked Sendable {
   /// ```
   public var owningLoop: EventRunLoop? { state.withLock { $0.owner } }
 
-  /// Messages queued and not yet handed to the handler.
+  /// Messages queued and not yet taken by the owning loop (the loop takes all queued messages
+  /// at once and then hands them to the handler one at a time).
   ///
   /// ```swift
   /// print("\(port.queuedCount) messages waiting")
@@ -168,20 +184,32 @@ public final class InProcessPort: @unchecked Sendable {
   public func send(_ message: LoopPortMessage, before deadline: ContinuousClock.Instant)
     throws(RunLoopError)
   {
+    guard validFlag.load(ordering: .acquiring) else {
+      throw .invalidated("port '\(name)' was invalidated")
+    }
     if slots.wait(timeout: .now()) != .success {
       try waitForRoom(until: deadline)
     }
     var delivered = message
     delivered.sendPort = message.receivePort
     delivered.receivePort = self
-    let mustNotify = try state.withLock { state throws(RunLoopError) -> Bool in
-      guard state.valid else { throw .invalidated("port '\(name)' was invalidated") }
+    let queued = state.withLock { state -> Bool in
+      guard state.valid else { return false }
       state.queue.append(delivered)
-      guard !state.notified else { return false }
-      state.notified = true
+      if !state.notified {
+        // Written under the lock: invalidate() closes the eventfd under it too.
+        state.notified = true
+        var one: UInt64 = 1
+        _ = write(eventDescriptor, &one, 8)
+      }
       return true
     }
-    if mustNotify { notifyLoop() }
+    guard queued else {
+      // Give the slot back: a sender waiting for room may need it to learn of the
+      // invalidation (invalidate() released one slot per waiting sender).
+      slots.signal()
+      throw .invalidated("port '\(name)' was invalidated")
+    }
   }
 
   /// Builds a message and sends it (the guide's `initWithSendPort:receivePort:components:`
@@ -231,6 +259,7 @@ public final class InProcessPort: @unchecked Sendable {
     let taken = state.withLock { state -> (Int, [_InvalidationHandler])? in
       guard state.valid else { return nil }
       state.valid = false
+      validFlag.store(false, ordering: .releasing)
       state.discarded += state.queue.count
       state.queue.removeAll()
       defer { state.invalidationHandlers.removeAll() }
@@ -240,6 +269,13 @@ public final class InProcessPort: @unchecked Sendable {
     // Wake every sender waiting for room; each finds the port invalid.
     for _ in 0..<waiting { slots.signal() }
     watch.invalidate()
+    link.cut()
+    // Out of every epoll set now (closing first could let a reused number be removed), and
+    // no sender writes to it any more: they check `valid` under this lock before writing.
+    state.withLock { state in
+      state.closed = true
+      close(eventDescriptor)
+    }
     for handler in handlers { handler.run(for: self) }
   }
 
@@ -253,18 +289,17 @@ public final class InProcessPort: @unchecked Sendable {
     if owner?.isCurrent == true {
       acquired = false
     } else {
-      let remaining = ContinuousClock.now.duration(to: deadline)
-      let nanoseconds =
-        max(0, remaining.components.seconds) * 1_000_000_000
-        + max(0, remaining.components.attoseconds / 1_000_000_000)
-      let timeout = DispatchTime.now() + .nanoseconds(Int(clamping: nanoseconds))
-      acquired = slots.wait(timeout: timeout) == .success
+      acquired = slots.wait(timeout: Self.dispatchTime(at: deadline)) == .success
     }
     let valid = state.withLock { state -> Bool in
       state.waitingSenders -= 1
       return state.valid
     }
-    guard valid else { throw .invalidated("port '\(name)' was invalidated while a send waited") }
+    guard valid else {
+      // The slot may be the one invalidate() released for another waiting sender.
+      if acquired { slots.signal() }
+      throw .invalidated("port '\(name)' was invalidated while a send waited")
+    }
     guard acquired else {
       throw .queueFull(
         "port '\(name)' stayed full (capacity \(capacity)) until the send's deadline"
@@ -272,31 +307,45 @@ public final class InProcessPort: @unchecked Sendable {
     }
   }
 
-  private func notifyLoop() {
-    var one: UInt64 = 1
-    _ = write(eventDescriptor, &one, 8)
+  /// `deadline` on Dispatch's clock, saturated: a deadline centuries away waits forever
+  /// instead of overflowing.
+  static func dispatchTime(at deadline: ContinuousClock.Instant) -> DispatchTime {
+    let remaining = ContinuousClock.now.duration(to: deadline)
+    let seconds = remaining.components.seconds
+    guard seconds > 0 || remaining.components.attoseconds > 0 else { return .now() }
+    // About 292 years of nanoseconds fit in an Int64; more than a century is "forever".
+    guard seconds < 3_000_000_000 else { return .distantFuture }
+    let nanoseconds =
+      seconds * 1_000_000_000 + max(0, remaining.components.attoseconds) / 1_000_000_000
+    return DispatchTime.now() + .nanoseconds(Int(nanoseconds))
   }
 
-  /// On the owning loop's thread: take every queued message, free their slots, deliver.
+  /// On the owning loop's thread: take the queued messages (one lock for all of them), free
+  /// their slots, and hand them to the handler one at a time from `taken`. A handler that
+  /// runs the loop nested comes back here and continues from the same `taken`, so a
+  /// sender's messages keep their order.
   private func deliverQueued() {
-    var count: UInt64 = 0
-    _ = read(eventDescriptor, &count, 8)
-    let batch = state.withLock { state -> Deque<LoopPortMessage> in
-      state.notified = false
-      var taken = Deque<LoopPortMessage>()
-      swap(&taken, &state.queue)
-      return taken
-    }
-    for _ in 0..<batch.count { slots.signal() }
-    var index = batch.startIndex
-    while index < batch.endIndex {
-      // A handler may invalidate the port; what is left of the batch is then discarded.
-      if index != batch.startIndex, !isValid {
-        state.withLock { $0.discarded += batch.endIndex - index }
+    while true {
+      if taken.isEmpty {
+        let refilled = state.withLock { state -> Int? in
+          guard state.valid else { return nil }
+          var count: UInt64 = 0
+          _ = read(eventDescriptor, &count, 8)
+          state.notified = false
+          swap(&taken, &state.queue)
+          return taken.count
+        }
+        guard let refilled, refilled > 0 else { return }
+        for _ in 0..<refilled { slots.signal() }
+      }
+      // A handler may invalidate the port; what is left is then discarded.
+      guard validFlag.load(ordering: .acquiring) else {
+        let left = taken.count
+        taken.removeAll()
+        state.withLock { $0.discarded += left }
         return
       }
-      handler(batch[index])
-      index += 1
+      handler(taken.removeFirst())
     }
   }
 }
@@ -309,6 +358,8 @@ struct _PortState {
   var notified = false
   var waitingSenders = 0
   var discarded = 0
+  // Whether invalidate() closed the eventfd.
+  var closed = false
   var owner: EventRunLoop?
   var invalidationHandlers: [_InvalidationHandler] = []
 }

@@ -1,4 +1,5 @@
 import CRunLoopLinux
+import Dispatch
 import Glibc
 import RunLoopCore
 
@@ -14,8 +15,9 @@ import RunLoopCore
 /// ```
 ///
 /// Calls block the calling thread (as `CFMessagePortSendRequest` does) and never longer than
-/// their timeouts; calls from several threads on one port are served one at a time. A call
-/// that times out, or finds the peer gone, closes the connection; the next call connects
+/// their timeouts; calls from several threads on one port are served one at a time, and a
+/// call waiting for another thread's call to finish gives up with
+/// ``RunLoopError/Code/timedOut`` at its own (send) deadline. A call that times out, or finds the peer gone, closes the connection; the next call connects
 /// again, so a restarted server is found.
 ///
 /// The server is checked too: by default only a server running as this user or as root is
@@ -49,6 +51,10 @@ public final class NamedPort: @unchecked Sendable {
   // The connection and request counter; held for a whole exchange, which serializes callers.
   // No user code runs under it.
   private let connection = GuardedState(_ClientState())
+  // One exchange at a time. A caller waits for it only until its own deadline, so a call
+  // never blocks past its timeout behind another thread's call. Created at 0 and raised to
+  // 1: libdispatch stops the process when a semaphore is freed below its initial value.
+  private let turn = DispatchSemaphore(value: 0)
 
   /// Looks `name` up and connects to it.
   ///
@@ -80,6 +86,7 @@ public final class NamedPort: @unchecked Sendable {
     }
     self.maxMessageSize = maxMessageSize
     self.trustedUIDs = trustedUIDs ?? [getuid(), 0]
+    turn.signal()
     let descriptor = try connect(timeout: connectTimeout)
     connection.withLock { $0.descriptor = descriptor }
   }
@@ -114,7 +121,7 @@ public final class NamedPort: @unchecked Sendable {
   {
     try checkSize(data.count)
     let deadline = ContinuousClock.now + timeout
-    _ = try exchange { state throws(RunLoopError) in
+    _ = try exchange(waitingUntil: deadline) { state throws(RunLoopError) in
       let descriptor = try self.connected(&state, until: deadline)
       try self.throwPendingFailure(descriptor)
       let frame = _Frame(kind: .oneWay, msgid: msgid, requestID: 0, payload: data)
@@ -141,8 +148,8 @@ public final class NamedPort: @unchecked Sendable {
     receiveTimeout: Duration = .seconds(5)
   ) throws(RunLoopError) -> [UInt8] {
     try checkSize(data.count)
-    return try exchange { state throws(RunLoopError) in
-      let sendDeadline = ContinuousClock.now + sendTimeout
+    let sendDeadline = ContinuousClock.now + sendTimeout
+    return try exchange(waitingUntil: sendDeadline) { state throws(RunLoopError) in
       let descriptor = try self.connected(&state, until: sendDeadline)
       state.nextRequestID &+= 1
       if state.nextRequestID == 0 { state.nextRequestID = 1 }
@@ -154,7 +161,8 @@ public final class NamedPort: @unchecked Sendable {
     }
   }
 
-  /// Closes the connection; later calls throw ``RunLoopError/Code/invalidated``.
+  /// Closes the connection; later calls throw ``RunLoopError/Code/invalidated``. A call in
+  /// progress on another thread finishes (within its timeouts) first.
   ///
   /// ```swift
   /// port.invalidate()
@@ -179,9 +187,14 @@ public final class NamedPort: @unchecked Sendable {
   /// Runs one exchange under the connection lock; any failure closes the connection, so the
   /// next exchange starts on a clean stream.
   private func exchange(
+    waitingUntil deadline: ContinuousClock.Instant,
     _ body: (inout _ClientState) throws(RunLoopError) -> [UInt8]
   ) throws(RunLoopError) -> [UInt8] {
-    try connection.withLock { state throws(RunLoopError) -> [UInt8] in
+    guard turn.wait(timeout: InProcessPort.dispatchTime(at: deadline)) == .success else {
+      throw .timedOut("port '\(name)' was busy with another thread's call until the deadline")
+    }
+    defer { turn.signal() }
+    return try connection.withLock { state throws(RunLoopError) -> [UInt8] in
       guard state.valid else { throw .invalidated("named port '\(name)' was invalidated") }
       do throws(RunLoopError) {
         return try body(&state)

@@ -77,6 +77,22 @@ public final class NamedPortServer: @unchecked Sendable {
   /// ```
   public static let defaultMaxMessageSize = 1 << 20
 
+  /// The default cap on open connections: 1024.
+  ///
+  /// ```swift
+  /// let server = try NamedPortServer(name: "svc", maxConnections: NamedPortServer.defaultMaxConnections / 4) { _ in nil }
+  /// ```
+  public static let defaultMaxConnections = 1024
+
+  /// The most connections served at once; a client connecting beyond it gets a
+  /// `tooManyConnections` failure frame and is disconnected
+  /// (``NamedPortStatistics/connectionsRefusedAtCap`` counts them).
+  ///
+  /// ```swift
+  /// print("serves up to \(server.maxConnections) clients")
+  /// ```
+  public let maxConnections: Int
+
   /// Registers `name` and starts listening; messages are handled once the server is added
   /// to a loop.
   ///
@@ -85,6 +101,7 @@ public final class NamedPortServer: @unchecked Sendable {
   ///   - registry: where to register; the per-user default when `nil`.
   ///   - maxMessageSize: the largest payload accepted (and replied).
   ///   - allowedUIDs: who may connect; this process's user when `nil`.
+  ///   - maxConnections: the most connections served at once, at least 1.
   ///   - handler: runs on the loop's thread per message; returns the reply of a request.
   ///
   /// ```swift
@@ -94,25 +111,26 @@ public final class NamedPortServer: @unchecked Sendable {
   /// ```
   ///
   /// - Throws: ``RunLoopError/Code/invalidName``, ``RunLoopError/Code/nameInUse``,
-  ///   ``RunLoopError/Code/invalidArgument`` for a maximum below 1,
+  ///   ``RunLoopError/Code/invalidArgument`` for a maximum (size or connections) below 1,
   ///   ``RunLoopError/Code/systemCallFailed``.
   public init(
     name: String, registry: PortNameRegistry? = nil,
     maxMessageSize: Int = NamedPortServer.defaultMaxMessageSize,
-    allowedUIDs: Set<uid_t>? = nil,
+    allowedUIDs: Set<uid_t>? = nil, maxConnections: Int = NamedPortServer.defaultMaxConnections,
     handler: @escaping @Sendable (NamedPortMessage) -> [UInt8]?
   ) throws(RunLoopError) {
     try PortNameRegistry.validate(name)
     guard maxMessageSize >= 1, maxMessageSize <= Int(UInt32.max) else {
       throw .invalidArgument("maxMessageSize must be between 1 and \(UInt32.max)")
     }
+    guard maxConnections >= 1 else { throw .invalidArgument("maxConnections must be at least 1") }
     let chosenRegistry: PortNameRegistry
     if let registry { chosenRegistry = registry } else { chosenRegistry = try .standard() }
     let registry = chosenRegistry
     let lockPath = registry.lockPath(for: name)
     let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
     guard lock >= 0 else { throw .systemCall("open(\(lockPath))", errno: errno) }
-    guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+    guard Self.takeLock(lock) else {
       let code = errno
       close(lock)
       if code == EWOULDBLOCK {
@@ -134,6 +152,7 @@ public final class NamedPortServer: @unchecked Sendable {
     self.name = name
     self.registry = registry
     self.maxMessageSize = maxMessageSize
+    self.maxConnections = maxConnections
     self.allowedUIDs = allowedUIDs ?? [getuid()]
     self.reclaimedStaleSocket = stale
     self.handler = handler
@@ -142,6 +161,18 @@ public final class NamedPortServer: @unchecked Sendable {
     self.listener = DescriptorSource(
       fileDescriptor: descriptor, ownership: .owned, name: "\(name).listen",
       onReadable: { [self] _ in self.acceptConnections() })
+  }
+
+  /// Takes the name's lock. ``PortNameRegistry/isRegistered(_:)`` holds it shared for an
+  /// instant, so a failure is retried for about 10 ms before the name counts as taken by a
+  /// live server (which holds it for its whole life).
+  private static func takeLock(_ lock: Int32) -> Bool {
+    for attempt in 0..<100 {
+      if flock(lock, LOCK_EX | LOCK_NB) == 0 { return true }
+      guard errno == EWOULDBLOCK, attempt < 99 else { return false }
+      usleep(100)
+    }
+    return false
   }
 
   private static func listen(at path: String) throws(RunLoopError) -> Int32 {
@@ -204,23 +235,29 @@ public final class NamedPortServer: @unchecked Sendable {
 
   /// Unregisters the name (removing the socket file and releasing the lock at once) and
   /// closes the listening socket and every connection: at once on the owning loop's thread
-  /// or without an owner, otherwise on the owner's next pass. A second call does nothing.
+  /// or without an owner, otherwise on the owner's next pass in any mode the server was added
+  /// in (or a common mode). No message is handled after this call returns on the owning
+  /// thread; from another thread, at most the frames already being handled finish. A second
+  /// call does nothing.
   ///
   /// ```swift
   /// server.invalidate()
   /// ```
   public func invalidate() {
-    let taken = state.withLock { state -> (Int32, EventRunLoop?)? in
+    let taken = state.withLock { state -> (Int32, EventRunLoop?, Set<LoopMode>)? in
       guard state.valid else { return nil }
       state.valid = false
       defer { state.lockDescriptor = -1 }
-      return (state.lockDescriptor, state.owner)
+      return (state.lockDescriptor, state.owner, state.modes)
     }
-    guard let (lock, owner) = taken else { return }
+    guard let (lock, owner, modes) = taken else { return }
     unlink(registry.socketPath(for: name))
     close(lock)
     if let owner, !owner.isCurrent {
-      owner.perform(name: "\(name).invalidate") { self.closeEverything() }
+      // In the server's own modes too: a loop running only a custom mode must close it.
+      owner.perform(inModes: Array(modes.union([.common])), name: "\(name).invalidate") {
+        self.closeEverything()
+      }
       owner.wakeUp()
     } else {
       closeEverything()
@@ -239,9 +276,23 @@ public final class NamedPortServer: @unchecked Sendable {
   // MARK: Loop thread
 
   private func acceptConnections() {
-    while true {
+    while isValid {
       let descriptor = crl_accept_nonblocking(listenDescriptor)
-      guard descriptor >= 0 else { return }
+      guard descriptor >= 0 else {
+        if _SocketCalls.isResourceShortage(errno) {
+          state.withLock { $0.statistics.acceptPauses += 1 }
+          _SocketCalls.pauseAccepting(listener)
+        }
+        return
+      }
+      if state.withLock({ $0.connections.count }) >= maxConnections {
+        state.withLock { $0.statistics.connectionsRefusedAtCap += 1 }
+        sendFailure(
+          "tooManyConnections: port '\(name)' serves at most \(maxConnections) connections",
+          to: descriptor)
+        close(descriptor)
+        continue
+      }
       guard let peer = _SocketCalls.peer(of: descriptor), allowedUIDs.contains(peer.uid) else {
         refuse(descriptor)
         continue
@@ -264,17 +315,21 @@ public final class NamedPortServer: @unchecked Sendable {
 
   private func refuse(_ descriptor: Int32) {
     state.withLock { $0.statistics.peersRefused += 1 }
-    let refusal = _Frame(
-      kind: .failure, msgid: 0, requestID: 0,
-      payload: Array("peerRefused: uid not allowed by port '\(name)'".utf8)
-    ).encoded()
-    _ = refusal.withUnsafeBytes {
-      send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-    }
+    sendFailure("peerRefused: uid not allowed by port '\(name)'", to: descriptor)
     close(descriptor)
   }
 
+  private func sendFailure(_ notice: String, to descriptor: Int32) {
+    let refusal = _Frame(kind: .failure, msgid: 0, requestID: 0, payload: Array(notice.utf8))
+      .encoded()
+    _ = refusal.withUnsafeBytes {
+      send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+    }
+  }
+
   private func readFrames(from connection: _ServerConnection) {
+    // invalidate() from another thread closes on a later pass: stop serving at once.
+    guard isValid else { return }
     let descriptor = connection.source.fileDescriptor
     var chunk = [UInt8](repeating: 0, count: 65536)
     let count = read(descriptor, &chunk, chunk.count)
@@ -288,7 +343,7 @@ public final class NamedPortServer: @unchecked Sendable {
       return
     }
     connection.input += chunk[0..<count]
-    while connection.source.isValid {
+    while connection.source.isValid, isValid {
       switch _Frame.parse(connection.input, from: connection.start, maxPayload: maxMessageSize) {
       case .needMore:
         connection.compact()

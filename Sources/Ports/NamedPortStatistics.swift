@@ -29,6 +29,19 @@ public struct NamedPortStatistics: Sendable, Hashable {
   /// print(server.statistics.framesRejected)
   /// ```
   public var framesRejected = 0
+  /// Connections refused because ``NamedPortServer/maxConnections`` were already open.
+  ///
+  /// ```swift
+  /// if server.statistics.connectionsRefusedAtCap > 0 { print("raise maxConnections") }
+  /// ```
+  public var connectionsRefusedAtCap = 0
+  /// Times accepting paused because `accept` failed for lack of descriptors or memory
+  /// (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`); each pause lasts about 100 ms.
+  ///
+  /// ```swift
+  /// if server.statistics.acceptPauses > 0 { print("raise the descriptor limit") }
+  /// ```
+  public var acceptPauses = 0
 
   /// All zero.
   ///

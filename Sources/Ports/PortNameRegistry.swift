@@ -68,8 +68,9 @@ public struct PortNameRegistry: Sendable, Hashable {
   ///   too long for socket addresses; ``RunLoopError/Code/systemCallFailed`` when it cannot
   ///   be created.
   public init(directory: String) throws(RunLoopError) {
-    // sun_path holds 108 bytes; leave room for "/", a name and ".lock".
-    guard !directory.isEmpty, directory.utf8.count + 1 + Self.maximumNameLength < 108 else {
+    // sun_path holds 108 bytes with the terminating 0; leave room for "/", a name and
+    // ".sock".
+    guard !directory.isEmpty, directory.utf8.count + 1 + Self.maximumNameLength + 5 < 108 else {
       throw .invalidArgument("registry directory '\(directory)' is empty or too long")
     }
     if mkdir(directory, 0o700) != 0 && errno != EEXIST {

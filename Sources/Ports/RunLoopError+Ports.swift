@@ -50,6 +50,12 @@ extension RunLoopError.Code {
   /// catch let error where error.code == .malformedFrame { print(error.message) }
   /// ```
   public static let malformedFrame = RunLoopError.Code("malformedFrame")
+  /// A named port's server already serves its maximum number of connections.
+  ///
+  /// ```swift
+  /// catch let error where error.code == .tooManyConnections { retryLater() }
+  /// ```
+  public static let tooManyConnections = RunLoopError.Code("tooManyConnections")
 }
 
 extension RunLoopError {
@@ -123,5 +129,14 @@ extension RunLoopError {
   /// ```
   public static func malformedFrame(_ message: String) -> RunLoopError {
     RunLoopError(code: .malformedFrame, message: message)
+  }
+
+  /// A server at its connection cap.
+  ///
+  /// ```swift
+  /// throw RunLoopError.tooManyConnections("port 'svc' serves at most 1024 connections")
+  /// ```
+  public static func tooManyConnections(_ message: String) -> RunLoopError {
+    RunLoopError(code: .tooManyConnections, message: message)
   }
 }

@@ -94,7 +94,7 @@ public final class SignalSource: @unchecked Sendable {
     self.name = name
     self.source = DescriptorSource(
       fileDescriptor: descriptor, ownership: .owned, name: name,
-      onReadable: { source in Self.drain(source.fileDescriptor, into: handler) })
+      onReadable: { source in Self.drain(source, into: handler) })
   }
 
   /// Whether the source can still be added.
@@ -143,12 +143,14 @@ public final class SignalSource: @unchecked Sendable {
     return set
   }
 
+  /// Reads every pending signal, stopping as soon as a handler invalidates the source: its
+  /// `signalfd` is then closed and the number may already name another file.
   private static func drain(
-    _ descriptor: Int32, into handler: @Sendable (ReceivedSignal) -> Void
+    _ source: DescriptorSource, into handler: @Sendable (ReceivedSignal) -> Void
   ) {
     var info = signalfd_siginfo()
     let size = MemoryLayout<signalfd_siginfo>.size
-    while read(descriptor, &info, size) == size {
+    while source.isValid, read(source.fileDescriptor, &info, size) == size {
       handler(
         ReceivedSignal(
           signal: Int32(bitPattern: info.ssi_signo), senderPID: pid_t(bitPattern: info.ssi_pid),

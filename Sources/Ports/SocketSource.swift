@@ -169,6 +169,8 @@ public final class SocketSource: @unchecked Sendable {
   /// print("listening on port \(listener.localPort!)")
   /// ```
   public var localPort: UInt16? {
+    // An invalidated source's descriptor is closed; its number may name another file.
+    guard isValid else { return nil }
     var storage = sockaddr_storage()
     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
     let status = withUnsafeMutablePointer(to: &storage) {
@@ -230,11 +232,12 @@ public final class SocketSource: @unchecked Sendable {
   /// ```
   public func write(_ bytes: [UInt8]) {
     guard !bytes.isEmpty else { return }
-    let connected = state.withLock { state -> Bool in
+    // Interest changes are decided under the lock, so a flush emptying the buffer on the
+    // loop thread cannot turn writability off after this write asked for it.
+    state.withLock { state in
       state.output += bytes
-      return state.phase == .connected
+      if state.phase == .connected { try? source.setWantsWritable(true) }
     }
-    if connected { try? source.setWantsWritable(true) }
   }
 
   /// Closes the socket and removes the source everywhere; `onClose` is not called.
@@ -264,7 +267,12 @@ public final class SocketSource: @unchecked Sendable {
     case .listening:
       while source.isValid {
         let descriptor = crl_accept_nonblocking(fileDescriptor)
-        guard descriptor >= 0 else { return }
+        guard descriptor >= 0 else {
+          if _SocketCalls.isResourceShortage(errno) {
+            _SocketCalls.pauseAccepting(source)
+          }
+          return
+        }
         onAccept?(self, descriptor)
       }
     case .connected:
@@ -292,11 +300,10 @@ public final class SocketSource: @unchecked Sendable {
         onConnect?(self, .systemCall("connect", errno: code))
         return
       }
-      let queued = state.withLock { state -> Bool in
+      state.withLock { state in
         state.phase = .connected
-        return !state.output.isEmpty
+        if state.output.isEmpty { try? source.setWantsWritable(false) }
       }
-      if !queued { try? source.setWantsWritable(false) }
       onConnect?(self, nil)
     case .connected:
       flush()
@@ -306,11 +313,11 @@ public final class SocketSource: @unchecked Sendable {
   }
 
   private func flush() {
-    let output = state.withLock { $0.output }
-    guard !output.isEmpty else {
-      try? source.setWantsWritable(false)
-      return
+    let output = state.withLock { state -> [UInt8] in
+      if state.output.isEmpty { try? source.setWantsWritable(false) }
+      return state.output
     }
+    guard !output.isEmpty else { return }
     let written = output.withUnsafeBytes {
       send(fileDescriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
     }
@@ -320,12 +327,11 @@ public final class SocketSource: @unchecked Sendable {
     }
     let drained = state.withLock { state -> Bool in
       state.output.removeFirst(written)
-      return state.output.isEmpty
+      guard state.output.isEmpty else { return false }
+      try? source.setWantsWritable(false)
+      return true
     }
     guard drained else { return }
-    try? source.setWantsWritable(false)
-    // A write() between the check and here re-asks for writability.
-    if state.withLock({ !$0.output.isEmpty }) { try? source.setWantsWritable(true) }
     onWritable?(self)
   }
 

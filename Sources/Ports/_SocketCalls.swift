@@ -5,7 +5,24 @@ import RunLoopCore
 /// The socket system calls the named ports and socket sources share, with their errors
 /// turned into ``RunLoopError``s.
 enum _SocketCalls {
-  /// A `sockaddr_un` for `path` and its length.
+  /// How long a listener stops accepting after `accept` failed for lack of descriptors or
+  /// memory.
+  static let acceptBackoff: Duration = .milliseconds(100)
+
+  /// Whether an `accept` error means "out of descriptors or memory": the pending connection
+  /// stays queued, so the listener stays readable and a level-triggered loop would spin.
+  static func isResourceShortage(_ code: Int32) -> Bool {
+    code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM
+  }
+
+  /// Stops read interest on `listener` and turns it back on after ``acceptBackoff``. Call
+  /// from the listener's call-out, on its loop's thread.
+  static func pauseAccepting(_ listener: DescriptorSource) {
+    guard (try? listener._setWantsReadable(false)) != nil else { return }
+    EventRunLoop.current.addDeadlineProvider(
+      _ListenerResumer(listener, at: .now + acceptBackoff))
+  }
+
   static func address(for path: String) throws(RunLoopError) -> (sockaddr_un, socklen_t) {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)

@@ -27,10 +27,12 @@ func runPortsHelper(_ arguments: [String]) -> Never {
       try checkInWorker(directory: arguments[1], mainName: arguments[2])
     case "ports-signals" where arguments.count == 1:
       try signalWaiter()
+    case "ports-emfile" where arguments.count == 2:
+      try acceptWithoutDescriptors(directory: arguments[1])
     default:
       say(
         "usage: ports-echo DIR NAME | ports-request DIR NAME MSGID TEXT"
-          + " | ports-checkin DIR MAIN | ports-signals")
+          + " | ports-checkin DIR MAIN | ports-signals | ports-emfile DIR")
       exit(2)
     }
   } catch {
@@ -116,4 +118,62 @@ private func signalWaiter() throws(RunLoopError) {
   try source.add(to: .current, mode: .default)
   say("ready")
   _ = try EventRunLoop.current.run()
+}
+
+/// A server whose `accept` fails with EMFILE: every descriptor but one is used up, a client
+/// connects (using the last one), and the loop runs for half a second. Prints the CPU time
+/// that took, then frees the descriptors and prints whether the pending connection was
+/// accepted after all. In its own process: the descriptor limit is process-wide.
+private func acceptWithoutDescriptors(directory: String) throws(RunLoopError) {
+  let registry = try PortNameRegistry(directory: directory)
+  let server = try NamedPortServer(name: "full", registry: registry) { _ in nil }
+  try server.add(to: .current, mode: .default)
+  let loop = EventRunLoop.current
+  // The first run sets up what the loop itself needs descriptors for (the main queue's).
+  _ = try loop.run(mode: .default, timeout: .milliseconds(10))
+  var saved = rlimit()
+  getrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved)
+  var highest: Int32 = 0
+  for candidate in Int32(0)..<4096 where fcntl(candidate, F_GETFD) != -1 { highest = candidate }
+  var limit = saved
+  limit.rlim_cur = rlim_t(highest + 8)
+  setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+  var hogs: [Int32] = []
+  while true {
+    let descriptor = dup(1)
+    if descriptor < 0 { break }
+    hogs.append(descriptor)
+  }
+  close(hogs.removeLast())
+  let client = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+  var address = sockaddr_un()
+  address.sun_family = sa_family_t(AF_UNIX)
+  let path = Array(registry.socketPath(for: "full").utf8) + [0]
+  withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
+  let connected = withUnsafePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      connect(client, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+    }
+  }
+  let before = cpuMicroseconds()
+  _ = try loop.run(mode: .default, timeout: .milliseconds(500))
+  let cpu = cpuMicroseconds() - before
+  for descriptor in hogs { close(descriptor) }
+  setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved)
+  let deadline = ContinuousClock.now + .seconds(5)
+  while server.connectionCount == 0, ContinuousClock.now < deadline {
+    _ = try loop.run(mode: .default, timeout: .milliseconds(50))
+  }
+  say(
+    "connect:\(connected) cpu-ms:\(cpu / 1000) pauses:\(server.statistics.acceptPauses)"
+      + " accepted:\(server.connectionCount)")
+  close(client)
+  server.invalidate()
+}
+
+private func cpuMicroseconds() -> Int {
+  var usage = rusage()
+  getrusage(RUSAGE_SELF.rawValue, &usage)
+  return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1_000_000
+    + usage.ru_utime.tv_usec + usage.ru_stime.tv_usec
 }

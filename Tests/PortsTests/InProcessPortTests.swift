@@ -196,3 +196,75 @@ struct InProcessPortTests {
     port.invalidate()
   }
 }
+
+@Suite("In-process ports under concurrency", .serialized)
+struct InProcessPortConcurrencyTests {
+  /// A handler that runs its loop nested must still see one sender's messages in order:
+  /// the nested run continues the batch the outer call took.
+  @Test func nestedRunInAHandlerKeepsPerSenderOrder() throws {
+    let order = GuardedState<[UInt32]>([])
+    let sendThird = DispatchSemaphore(value: 0)
+    let port = try InProcessPort(name: "nested") { message in
+      order.withLock { $0.append(message.msgid) }
+      if message.msgid == 0 {
+        sendThird.signal()
+        let deadline = ContinuousClock.now + .milliseconds(500)
+        while ContinuousClock.now < deadline, order.withLock({ !$0.contains(2) }) {
+          _ = try? EventRunLoop.current.run(mode: .default, timeout: .milliseconds(20))
+        }
+      }
+    }
+    // Same sender (this thread): 0 and 1 are queued together, 2 while 0 is being handled.
+    try port.send(msgid: 0, before: .now)
+    try port.send(msgid: 1, before: .now)
+    let thread = try startLoopThread("owner") { loop in try port.add(to: loop, mode: .default) }
+    sendThird.wait()
+    try port.send(msgid: 2, before: .now + .seconds(1))
+    #expect(eventually { order.withLock { $0.count } == 3 })
+    #expect(order.withLock { $0 } == [0, 1, 2])
+    try finish(thread)
+    port.invalidate()
+  }
+
+  /// invalidate() frees one slot per waiting sender; a sender on the fast path that grabs
+  /// such a slot must hand it back, or the waiting sender sleeps until its deadline.
+  @Test func invalidateWakesAWaitingSenderWhileOthersKeepSending() throws {
+    var worst: Duration = .zero
+    for _ in 0..<30 {
+      let port = try InProcessPort(name: "steal", capacity: 1) { _ in }
+      try port.send(msgid: 0, before: .now)
+      let stop = GuardedState(false)
+      let hammer = BackgroundJob {
+        while !stop.withLock({ $0 }) { _ = try? port.send(msgid: 9, before: .now) }
+      }
+      let waited = GuardedState<Duration?>(nil)
+      let waiter = BackgroundJob {
+        let start = ContinuousClock.now
+        _ = try? port.send(msgid: 1, before: .now + .seconds(3))
+        waited.withLock { $0 = ContinuousClock.now - start }
+      }
+      usleep(20_000)
+      let invalidatedAt = ContinuousClock.now
+      port.invalidate()
+      while waited.withLock({ $0 }) == nil { usleep(1000) }
+      let latency = ContinuousClock.now - invalidatedAt
+      worst = max(worst, latency)
+      stop.withLock { $0 = true }
+      hammer.wait()
+      waiter.wait()
+      if latency > .seconds(1) { break }
+    }
+    #expect(worst < .seconds(1), "a waiting sender stayed blocked \(worst) after invalidate()")
+  }
+
+  /// A deadline centuries away used to overflow the nanosecond count and stop the process;
+  /// it now means "wait as long as it takes".
+  @Test func sendWithADeadlineCenturiesAwayWaitsUntilInvalidated() throws {
+    let port = try InProcessPort(name: "far", capacity: 1) { _ in }
+    try port.send(msgid: 0, before: .now)
+    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { port.invalidate() }
+    #expect(throws: RunLoopError.invalidated("")) {
+      try port.send(msgid: 1, before: .now + .seconds(10_000_000_000))
+    }
+  }
+}

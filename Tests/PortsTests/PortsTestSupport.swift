@@ -70,3 +70,27 @@ func run(
     _ = try loop.run(mode: mode, timeout: .milliseconds(50), returnAfterSourceHandled: true)
   }
 }
+
+/// How many descriptors this process has open.
+func openDescriptorCount() -> Int {
+  guard let directory = opendir("/proc/self/fd") else { return -1 }
+  defer { closedir(directory) }
+  var count = 0
+  while readdir(directory) != nil { count += 1 }
+  return count
+}
+
+/// `body` on a Dispatch worker thread; `wait()` returns once it finished.
+final class BackgroundJob: Sendable {
+  private let done = DispatchSemaphore(value: 0)
+
+  init(_ body: @escaping @Sendable () -> Void) {
+    let done = self.done
+    DispatchQueue.global().async {
+      body()
+      done.signal()
+    }
+  }
+
+  func wait() { done.wait() }
+}

@@ -54,3 +54,35 @@ struct ProcessSignalTests {
     #expect(helper.waitForExit() == 0)
   }
 }
+
+@Suite("Signal sources invalidated by their handler")
+struct SignalSourceInvalidationTests {
+  /// The handler closes the signalfd by invalidating the source and opens a pipe, which gets
+  /// the same descriptor number: the source must not read on from it.
+  @Test func handlerInvalidatingItsSourceEndsTheDrain() throws {
+    let calls = GuardedState<[Int32]>([])
+    let pipes = GuardedState<[Int32]>([])
+    try onNewThread("signals") { loop in
+      let box = GuardedState<SignalSource?>(nil)
+      let source = try SignalSource(signals: [SIGUSR2]) { received in
+        calls.withLock { $0.append(received.signal) }
+        guard let me = box.withLock({ $0 }), me.isValid else { return }
+        me.invalidate()
+        // Takes the lowest free number: the signalfd's. Non-blocking, so a read cannot hang.
+        var fds: [Int32] = [0, 0]
+        _ = pipe(&fds)
+        _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
+        var junk = [UInt8](repeating: 0x7F, count: 128)
+        _ = write(fds[1], &junk, 128)
+        pipes.withLock { $0 += fds }
+      }
+      box.withLock { $0 = source }
+      try source.add(to: loop, mode: .default)
+      pthread_kill(pthread_self(), SIGUSR2)
+      try run(loop, seconds: 1) { !source.isValid }
+      box.withLock { $0 = nil }
+    }
+    for fd in pipes.withLock({ $0 }) { close(fd) }
+    #expect(calls.withLock { $0 } == [SIGUSR2], "handler called with \(calls.withLock { $0 })")
+  }
+}

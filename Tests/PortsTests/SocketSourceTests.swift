@@ -147,3 +147,46 @@ struct SocketSourceTests {
     }
   }
 }
+
+@Suite("Socket sources written from other threads")
+struct SocketSourceCrossThreadWriteTests {
+  /// Many small writes from another thread race the loop's flushes, which turn writability
+  /// off whenever the queue is empty: every byte must still go out.
+  @Test func writesFromAnotherThreadAreNeverLeftUnsent() throws {
+    var fds: [Int32] = [0, 0]
+    #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+    let peer = fds[1]
+    let drained = GuardedState(0)
+    let socket = SocketSource(
+      connected: fds[0], ownership: .owned, onWritable: { _ in drained.withLock { $0 += 1 } })
+    let thread = try startLoopThread("socket-loop") { loop in
+      try socket.add(to: loop, mode: .default)
+    }
+    let chunks = 3000
+    let writer = BackgroundJob {
+      for index in 0..<chunks {
+        socket.write([UInt8](repeating: UInt8(truncatingIfNeeded: index), count: 16))
+        if index % 8 == 0 { sched_yield() }
+      }
+    }
+    var received: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    let deadline = ContinuousClock.now + .seconds(10)
+    while received.count < chunks * 16, ContinuousClock.now < deadline {
+      var entry = pollfd(fd: peer, events: Int16(POLLIN), revents: 0)
+      guard poll(&entry, 1, 50) > 0 else { continue }
+      let count = read(peer, &buffer, buffer.count)
+      if count > 0 { received += buffer[0..<count] }
+    }
+    writer.wait()
+    #expect(received.count == chunks * 16, "\(socket.pendingOutput) bytes were left queued")
+    let expected = (0..<chunks).flatMap {
+      [UInt8](repeating: UInt8(truncatingIfNeeded: $0), count: 16)
+    }
+    #expect(received == expected)
+    #expect(drained.withLock { $0 } >= 1)
+    try finish(thread)
+    socket.invalidate()
+    close(peer)
+  }
+}
