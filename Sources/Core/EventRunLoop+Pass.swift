@@ -100,8 +100,9 @@ extension EventRunLoop {
   func runPerformRequests(mode: LoopMode) {
     let batch = state.withLock { state -> Deque<PerformRequest> in
       guard !state.performQueue.isEmpty else { return [] }
-      let common = state.commonModes
-      if state.performQueue.allSatisfy({ $0.matches(mode, commonModes: common) }) {
+      // Whether `mode` is common is decided once for the batch, not hashed per request.
+      let isCommon = state.commonModes.contains(mode)
+      if state.performQueue.allSatisfy({ $0.matches(mode, modeIsCommon: isCommon) }) {
         var all = Deque<PerformRequest>()
         swap(&all, &state.performQueue)
         return all
@@ -109,7 +110,7 @@ extension EventRunLoop {
       var taken = Deque<PerformRequest>()
       var kept = Deque<PerformRequest>()
       for request in state.performQueue {
-        if request.matches(mode, commonModes: common) {
+        if request.matches(mode, modeIsCommon: isCommon) {
           taken.append(request)
         } else {
           kept.append(request)

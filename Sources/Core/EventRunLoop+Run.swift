@@ -152,10 +152,11 @@ extension EventRunLoop {
   func modeIsEmpty(_ mode: LoopMode) -> Bool {
     let (empty, providers) = state.withLock { state -> (Bool, [any LoopDeadlineProvider]) in
       let common = state.commonModes
+      let isCommon = common.contains(mode)
       let nothing =
         !state.sources.hasItems(for: mode, commonModes: common)
         && !state.watches.hasItems(for: mode, commonModes: common)
-        && !state.performQueue.contains { $0.matches(mode, commonModes: common) }
+        && !state.performQueue.contains { $0.matches(mode, modeIsCommon: isCommon) }
       return (nothing, nothing ? state.providers : [])
     }
     guard empty else { return false }

@@ -99,9 +99,10 @@ public final class PerformRequest: Sendable {
     return true
   }
 
-  /// Whether the request may run in `mode` of a loop whose common modes are `commonModes`.
-  func matches(_ mode: LoopMode, commonModes: Set<LoopMode>) -> Bool {
-    modes.contains(mode) || (modes.contains(.common) && commonModes.contains(mode))
+  /// Whether the request may run in `mode`, given whether `mode` is one of the loop's
+  /// common modes.
+  func matches(_ mode: LoopMode, modeIsCommon: Bool) -> Bool {
+    modes.contains(mode) || (modeIsCommon && modes.contains(.common))
   }
 
   func transition(from old: State, to new: State) -> Bool {
