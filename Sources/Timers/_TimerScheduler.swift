@@ -32,10 +32,17 @@ final class _TimerScheduler: LoopDeadlineProvider, @unchecked Sendable {
   deinit {
     // The loop's thread has exited (only then does the loop let go): nothing scheduled here
     // can ever fire. Whoever still holds one of these timers sees it invalid.
-    state.withLock { state in
+    var heaps = state.withLock { state -> [_ModeHeaps] in
       for heaps in state.heaps {
         for node in heaps.fire.nodes { _ = node.timer.markInvalid() }
       }
+      defer { state.heaps = [] }
+      return state.heaps
+    }
+    // Outside the lock: this may free timers and what their handlers captured.
+    for index in heaps.indices {
+      heaps[index].fire.releaseAll()
+      heaps[index].wake.releaseAll()
     }
   }
 
@@ -141,7 +148,7 @@ struct _SchedulerState {
 
   func wakeTop(in mode: LoopMode) -> ContinuousClock.Instant? {
     guard let index = heapIndexByMode[mode], let top = heaps[index].wake.top else { return nil }
-    return top.timer.entry.latest
+    return _TimerClock.instant(at: top.date)
   }
 
   func latestFireDate(in mode: LoopMode, atMost limit: ContinuousClock.Instant)
@@ -165,68 +172,69 @@ struct _SchedulerState {
 
   /// Adds `timer` to `mode`. Returns whether a wake-up deadline of some mode moved earlier.
   mutating func add(_ timer: LoopTimer, to mode: LoopMode) -> Bool {
-    let entry = timer.entry
-    if entry.sequence == 0 { entry.sequence = takeSequence() }
+    if timer.entry.sequence == 0 { timer.entry.sequence = takeSequence() }
     let heapIndex = heapIndex(for: mode)
     let slot: Int
-    if let existing = entry.slots.firstIndex(where: { $0.heapIndex == heapIndex }) {
-      guard !entry.slots[existing].active else { return false }
-      entry.slots[existing].active = true
+    if let existing = timer.entry.slots.firstIndex(where: { $0.heapIndex == heapIndex }) {
+      guard !timer.entry.slots[existing].active else { return false }
+      timer.entry.slots[existing].active = true
       slot = existing
     } else {
-      entry.slots.append(_TimerSlot(heapIndex: heapIndex, active: true))
-      slot = entry.slots.count - 1
+      timer.entry.slots.append(_TimerSlot(heapIndex: heapIndex, active: true))
+      slot = timer.entry.slots.count - 1
     }
-    guard entry.suspendedRemaining == nil else { return false }
-    let before = heaps[heapIndex].wake.top.map { $0.timer.entry.latest }
-    let node = _TimerHeapNode(timer: timer, slot: slot)
-    heaps[heapIndex].fire.insert(node)
+    guard timer.entry.suspendedRemaining == nil else { return false }
+    return link(timer, slot: slot, heapIndex: heapIndex)
+  }
+
+  /// Inserts `timer`'s nodes for `slot`. Returns whether the heaps' earliest wake-up moved
+  /// earlier.
+  private mutating func link(_ timer: LoopTimer, slot: Int, heapIndex: Int) -> Bool {
+    let before = heaps[heapIndex].wake.top?.date
+    heaps[heapIndex].fire.insert(_TimerHeapNode(timer: timer, slot: slot, order: .fire))
+    let node = _TimerHeapNode(timer: timer, slot: slot, order: .wake)
     heaps[heapIndex].wake.insert(node)
-    return before.map { entry.latest < $0 } ?? true
+    return before.map { node.date < $0 } ?? true
   }
 
   /// Takes `timer` out of `mode`; it stays attached to the loop. Returns whether it was in
   /// that mode.
   @discardableResult
   mutating func remove(_ timer: LoopTimer, from mode: LoopMode) -> Bool {
-    let entry = timer.entry
     guard let heapIndex = heapIndexByMode[mode],
-      let slot = entry.slots.firstIndex(where: { $0.heapIndex == heapIndex && $0.active })
+      let slot = timer.entry.slots.firstIndex(where: { $0.heapIndex == heapIndex && $0.active })
     else { return false }
-    unlink(entry, slot: slot)
-    entry.slots[slot].active = false
+    unlink(timer, slot: slot)
+    timer.entry.slots[slot].active = false
     return true
   }
 
   /// Takes `timer` out of every heap (invalidation, suspension, one-shot firing).
   mutating func unlinkAll(_ timer: LoopTimer) {
-    let entry = timer.entry
-    for slot in entry.slots.indices { unlink(entry, slot: slot) }
+    for slot in 0..<timer.entry.slots.count { unlink(timer, slot: slot) }
   }
 
-  private mutating func unlink(_ entry: _TimerEntry, slot: Int) {
-    let heapIndex = entry.slots[slot].heapIndex
-    if entry.slots[slot].fireIndex >= 0 {
-      heaps[heapIndex].fire.remove(at: entry.slots[slot].fireIndex)
+  private mutating func unlink(_ timer: LoopTimer, slot: Int) {
+    let position = timer.entry.slots[slot]
+    if position.fireIndex >= 0 {
+      heaps[position.heapIndex].fire.remove(at: position.fireIndex)
     }
-    if entry.slots[slot].wakeIndex >= 0 {
-      heaps[heapIndex].wake.remove(at: entry.slots[slot].wakeIndex)
+    // Read again: the removal above may not move this timer's wake node, but reading the
+    // slot afresh keeps that reasoning out of here.
+    let wakeIndex = timer.entry.slots[slot].wakeIndex
+    if wakeIndex >= 0 {
+      heaps[position.heapIndex].wake.remove(at: wakeIndex)
     }
   }
 
   /// Puts a suspended timer back in the heaps of its active modes. Returns whether a wake-up
   /// deadline moved earlier.
   mutating func relink(_ timer: LoopTimer) -> Bool {
-    let entry = timer.entry
     var earlier = false
-    for slot in entry.slots.indices where entry.slots[slot].active {
-      let heapIndex = entry.slots[slot].heapIndex
-      if entry.slots[slot].fireIndex < 0 {
-        let before = heaps[heapIndex].wake.top.map { $0.timer.entry.latest }
-        let node = _TimerHeapNode(timer: timer, slot: slot)
-        heaps[heapIndex].fire.insert(node)
-        heaps[heapIndex].wake.insert(node)
-        if before.map({ entry.latest < $0 }) ?? true { earlier = true }
+    for slot in timer.entry.slots.indices where timer.entry.slots[slot].active {
+      let heapIndex = timer.entry.slots[slot].heapIndex
+      if timer.entry.slots[slot].fireIndex < 0, link(timer, slot: slot, heapIndex: heapIndex) {
+        earlier = true
       }
     }
     return earlier
@@ -237,37 +245,34 @@ struct _SchedulerState {
   mutating func reschedule(
     _ timer: LoopTimer, fireDate: ContinuousClock.Instant, tolerance: Duration
   ) -> Bool {
-    let entry = timer.entry
-    let dateChanged = fireDate != entry.fireDate
+    let dateChanged = fireDate != timer.entry.fireDate
     var earlier = false
     // Compare each heap's earliest wake-up before and after the change.
-    var befores: [ContinuousClock.Instant?] = []
-    for slot in entry.slots where slot.wakeIndex >= 0 {
-      befores.append(heaps[slot.heapIndex].wake.top.map { $0.timer.entry.latest })
+    var befores: [Duration?] = []
+    for slot in timer.entry.slots where slot.wakeIndex >= 0 {
+      befores.append(heaps[slot.heapIndex].wake.top?.date)
     }
-    entry.fireDate = fireDate
-    entry.tolerance = tolerance
-    if dateChanged { entry.sequence = takeSequence() }
-    reposition(entry)
+    timer.entry.fireDate = fireDate
+    timer.entry.tolerance = tolerance
+    if dateChanged { timer.entry.sequence = takeSequence() }
+    reposition(timer)
     var position = 0
-    for slot in entry.slots where slot.wakeIndex >= 0 {
-      let after = heaps[slot.heapIndex].wake.top.map { $0.timer.entry.latest }
+    for slot in timer.entry.slots where slot.wakeIndex >= 0 {
+      let after = heaps[slot.heapIndex].wake.top?.date
       if let after, befores[position].map({ after < $0 }) ?? true { earlier = true }
       position += 1
     }
     return earlier
   }
 
-  /// Moves `entry`'s nodes after its key changed. Allocates nothing.
-  private mutating func reposition(_ entry: _TimerEntry) {
-    for slot in entry.slots.indices {
-      let heapIndex = entry.slots[slot].heapIndex
-      if entry.slots[slot].fireIndex >= 0 {
-        heaps[heapIndex].fire.restore(at: entry.slots[slot].fireIndex)
-      }
-      if entry.slots[slot].wakeIndex >= 0 {
-        heaps[heapIndex].wake.restore(at: entry.slots[slot].wakeIndex)
-      }
+  /// Moves `timer`'s nodes after its key changed. Allocates nothing.
+  private mutating func reposition(_ timer: LoopTimer) {
+    for slot in timer.entry.slots.indices {
+      let heapIndex = timer.entry.slots[slot].heapIndex
+      let fireIndex = timer.entry.slots[slot].fireIndex
+      if fireIndex >= 0 { heaps[heapIndex].fire.restore(at: fireIndex) }
+      let wakeIndex = timer.entry.slots[slot].wakeIndex
+      if wakeIndex >= 0 { heaps[heapIndex].wake.restore(at: wakeIndex) }
     }
   }
 
@@ -279,7 +284,7 @@ struct _SchedulerState {
     in mode: LoopMode, common: Bool, now: ContinuousClock.Instant, before horizon: UInt64
   ) -> (timer: LoopTimer, dueAt: ContinuousClock.Instant)? {
     while true {
-      var best: (node: _TimerHeapNode, key: (ContinuousClock.Instant, UInt64))?
+      var best: (node: _TimerHeapNode, key: (Duration, UInt64))?
       if let index = heapIndexByMode[mode] {
         best = heaps[index].fire.firstDue(now: now, before: horizon)
       }
@@ -291,17 +296,16 @@ struct _SchedulerState {
       }
       guard let node = best?.node else { return nil }
       let timer = node.timer
-      let entry = timer.entry
-      let dueAt = entry.fireDate
-      if let interval = entry.interval {
+      let dueAt = timer.entry.fireDate
+      if let interval = timer.entry.interval {
         // Invalidated by another thread that has not yet reached this lock: drop it.
         guard timer.isValid else {
           unlinkAll(timer)
           continue
         }
-        entry.fireDate = entry.nextGridPoint(after: now, interval: interval)
-        entry.sequence = takeSequence()
-        reposition(entry)
+        timer.entry.fireDate = timer.entry.nextGridPoint(after: now, interval: interval)
+        timer.entry.sequence = takeSequence()
+        reposition(timer)
       } else {
         unlinkAll(timer)
         // Whoever clears the flag owns the timer's end; an invalidated timer does not fire.
