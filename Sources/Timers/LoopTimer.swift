@@ -108,8 +108,7 @@ public final class LoopTimer: @unchecked Sendable {
     self.interval = interval
     self.handler = handler
     self.entry = _TimerEntry(
-      fireDate: fireAt, tolerance: Self.clamped(tolerance, interval: interval),
-      interval: interval)
+      fireDate: fireAt, tolerance: Self.clamped(tolerance, interval: interval))
   }
 
   /// `tolerance` made valid: at least zero and, for a repeating timer, at most half the

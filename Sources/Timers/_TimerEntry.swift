@@ -12,8 +12,6 @@ struct _TimerEntry {
   var fireOffset: Duration
   /// How late the timer may fire; never negative.
   var tolerance: Duration
-  /// The repeat interval; `nil` for a one-shot timer. Always positive.
-  let interval: Duration?
   /// Insertion sequence: breaks ties of equal deadlines so that they fire in the order they
   /// were scheduled. Renewed whenever the fire date changes.
   var sequence: UInt64 = 0
@@ -23,10 +21,9 @@ struct _TimerEntry {
   /// deactivated, so heap nodes can refer to them by position).
   var slots = _TimerSlots()
 
-  init(fireDate: ContinuousClock.Instant, tolerance: Duration, interval: Duration?) {
+  init(fireDate: ContinuousClock.Instant, tolerance: Duration) {
     self.fireOffset = _TimerClock.offset(of: fireDate)
     self.tolerance = tolerance
-    self.interval = interval
   }
 
   /// The next scheduled fire date (the grid point, never the actual firing time).
@@ -97,6 +94,13 @@ struct _TimerSlots: RandomAccessCollection, MutableCollection {
     set {
       if position == 0 { first = newValue } else { rest[position - 1] = newValue }
     }
+  }
+
+  /// The position of the slot for the mode key at `heapIndex` in the scheduler's table (a
+  /// timer has one slot per key; the caller knows it exists).
+  func index(ofHeap heapIndex: Int) -> Int {
+    if first.heapIndex == heapIndex { return 0 }
+    return 1 + rest.firstIndex { $0.heapIndex == heapIndex }!
   }
 
   mutating func append(_ slot: _TimerSlot) {

@@ -7,8 +7,7 @@ enum _TimerHeapOrder {
 }
 
 /// One timer in one heap: its key in this heap's order (a copy, so that comparisons read
-/// only the heap's contiguous array and never the timer), the timer, and which of its slots
-/// this heap belongs to.
+/// only the heap's contiguous array and never the timer) and the timer: 32 bytes.
 ///
 /// The node holds its timer by an `Unmanaged` reference that owns one retain, taken in
 /// ``_TimerHeap/insert(_:)`` and given back in ``_TimerHeap/remove(at:)`` or
@@ -18,12 +17,10 @@ struct _TimerHeapNode {
   var date: Duration
   var sequence: UInt64
   let reference: Unmanaged<LoopTimer>
-  let slot: Int
 
   /// A node not yet owning its timer (``_TimerHeap/insert(_:)`` retains it).
-  init(timer: LoopTimer, slot: Int, order: _TimerHeapOrder) {
+  init(timer: LoopTimer, order: _TimerHeapOrder) {
     self.reference = Unmanaged.passUnretained(timer)
-    self.slot = slot
     (date, sequence) = _TimerHeap.key(of: timer.entry, order: order)
   }
 
@@ -49,10 +46,14 @@ struct _TimerHeap {
   /// Children per node.
   static let arity = 4
   let order: _TimerHeapOrder
+  /// The position of the heap's mode key in the scheduler's table: which of a timer's slots
+  /// holds its position here.
+  let heapIndex: Int
   private(set) var nodes: [_TimerHeapNode] = []
 
-  init(order: _TimerHeapOrder) {
+  init(order: _TimerHeapOrder, heapIndex: Int) {
     self.order = order
+    self.heapIndex = heapIndex
   }
 
   var count: Int { nodes.count }
@@ -84,7 +85,7 @@ struct _TimerHeap {
       nodes[index] = last
       sift(index)
     }
-    Self.setPosition(of: removed, to: -1, order: order)
+    Self.setPosition(of: removed, to: -1, order: order, heapIndex: heapIndex)
     // Callers hold the timer, so this is never its last reference.
     removed.reference.release()
   }
@@ -161,9 +162,11 @@ struct _TimerHeap {
 
   /// Whether every parent's key is at most its children's and every stored position is
   /// right (for tests).
-  func isConsistent(slotIndex: (_TimerHeapNode) -> Int) -> Bool {
+  func isConsistent() -> Bool {
     for index in nodes.indices {
-      if slotIndex(nodes[index]) != index { return false }
+      let entry = nodes[index].timer.entry
+      let slot = entry.slots[entry.slots.index(ofHeap: heapIndex)]
+      if (order == .fire ? slot.fireIndex : slot.wakeIndex) != index { return false }
       if Self.key(of: nodes[index].timer.entry, order: order) != nodes[index].key { return false }
       if index > 0, nodes[index].key < nodes[(index - 1) / Self.arity].key { return false }
     }
@@ -180,7 +183,7 @@ struct _TimerHeap {
   /// and the positions of the nodes it passes. Returns whether it moved.
   @discardableResult
   private mutating func siftUp(_ start: Int) -> Bool {
-    let order = order
+    let (order, heapIndex) = (order, heapIndex)
     return nodes.withUnsafeMutableBufferPointer { buffer in
       let moving = buffer[start]
       var index = start
@@ -188,11 +191,11 @@ struct _TimerHeap {
         let parent = (index - 1) / Self.arity
         guard moving.key < buffer[parent].key else { break }
         buffer[index] = buffer[parent]
-        Self.setPosition(of: buffer[index], to: index, order: order)
+        Self.setPosition(of: buffer[index], to: index, order: order, heapIndex: heapIndex)
         index = parent
       }
       buffer[index] = moving
-      Self.setPosition(of: moving, to: index, order: order)
+      Self.setPosition(of: moving, to: index, order: order, heapIndex: heapIndex)
       return index != start
     }
   }
@@ -200,7 +203,7 @@ struct _TimerHeap {
   /// Moves the node at `start` down while a child is smaller; records its position and the
   /// positions of the nodes it passes.
   private mutating func siftDown(_ start: Int) {
-    let order = order
+    let (order, heapIndex) = (order, heapIndex)
     nodes.withUnsafeMutableBufferPointer { buffer in
       let count = buffer.count
       let moving = buffer[start]
@@ -217,21 +220,22 @@ struct _TimerHeap {
         }
         guard buffer[child].key < moving.key else { break }
         buffer[index] = buffer[child]
-        Self.setPosition(of: buffer[index], to: index, order: order)
+        Self.setPosition(of: buffer[index], to: index, order: order, heapIndex: heapIndex)
         index = child
       }
       buffer[index] = moving
-      Self.setPosition(of: moving, to: index, order: order)
+      Self.setPosition(of: moving, to: index, order: order, heapIndex: heapIndex)
     }
   }
 
   private static func setPosition(
-    of node: _TimerHeapNode, to index: Int, order: _TimerHeapOrder
+    of node: _TimerHeapNode, to index: Int, order: _TimerHeapOrder, heapIndex: Int
   ) {
     node.reference._withUnsafeGuaranteedRef { timer in
+      let slot = timer.entry.slots.index(ofHeap: heapIndex)
       switch order {
-      case .fire: timer.entry.slots[node.slot].fireIndex = index
-      case .wake: timer.entry.slots[node.slot].wakeIndex = index
+      case .fire: timer.entry.slots[slot].fireIndex = index
+      case .wake: timer.entry.slots[slot].wakeIndex = index
       }
     }
   }

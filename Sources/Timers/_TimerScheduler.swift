@@ -160,7 +160,7 @@ struct _SchedulerState {
 
   mutating func heapIndex(for mode: LoopMode) -> Int {
     if let index = heapIndexByMode[mode] { return index }
-    heaps.append(_ModeHeaps(mode: mode))
+    heaps.append(_ModeHeaps(mode: mode, index: heaps.count))
     heapIndexByMode[mode] = heaps.count - 1
     return heaps.count - 1
   }
@@ -191,8 +191,8 @@ struct _SchedulerState {
   /// earlier.
   private mutating func link(_ timer: LoopTimer, slot: Int, heapIndex: Int) -> Bool {
     let before = heaps[heapIndex].wake.top?.date
-    heaps[heapIndex].fire.insert(_TimerHeapNode(timer: timer, slot: slot, order: .fire))
-    let node = _TimerHeapNode(timer: timer, slot: slot, order: .wake)
+    heaps[heapIndex].fire.insert(_TimerHeapNode(timer: timer, order: .fire))
+    let node = _TimerHeapNode(timer: timer, order: .wake)
     heaps[heapIndex].wake.insert(node)
     return before.map { node.date < $0 } ?? true
   }
@@ -297,7 +297,7 @@ struct _SchedulerState {
       guard let node = best?.node else { return nil }
       let timer = node.timer
       let dueAt = timer.entry.fireDate
-      if let interval = timer.entry.interval {
+      if let interval = timer.interval {
         // Invalidated by another thread that has not yet reached this lock: drop it.
         guard timer.isValid else {
           unlinkAll(timer)
@@ -318,8 +318,7 @@ struct _SchedulerState {
   /// Whether every heap is ordered and every stored position is right (for tests).
   func isConsistent() -> Bool {
     heaps.allSatisfy { heaps in
-      heaps.fire.isConsistent { $0.timer.entry.slots[$0.slot].fireIndex }
-        && heaps.wake.isConsistent { $0.timer.entry.slots[$0.slot].wakeIndex }
+      heaps.fire.isConsistent() && heaps.wake.isConsistent()
     }
   }
 }
@@ -327,6 +326,12 @@ struct _SchedulerState {
 /// The two heaps of one mode key.
 struct _ModeHeaps {
   let mode: LoopMode
-  var fire = _TimerHeap(order: .fire)
-  var wake = _TimerHeap(order: .wake)
+  var fire: _TimerHeap
+  var wake: _TimerHeap
+
+  init(mode: LoopMode, index: Int) {
+    self.mode = mode
+    fire = _TimerHeap(order: .fire, heapIndex: index)
+    wake = _TimerHeap(order: .wake, heapIndex: index)
+  }
 }
