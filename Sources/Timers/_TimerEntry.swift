@@ -60,6 +60,9 @@ struct _TimerSlot {
   private var storedWakeIndex: Int32 = -1
   /// Whether the timer is (still) in that mode.
   var active: Bool
+  /// Whether `fireIndex` is a position in the tolerant timers' fire heap (else in the
+  /// exact timers' heap): the tolerance the timer had when it was linked.
+  var tolerant = false
 
   init(heapIndex: Int, active: Bool) {
     self.storedHeapIndex = Int32(heapIndex)

@@ -34,6 +34,7 @@ final class _TimerScheduler: LoopDeadlineProvider, @unchecked Sendable {
     // can ever fire. Whoever still holds one of these timers sees it invalid.
     var heaps = state.withLock { state -> [_ModeHeaps] in
       for heaps in state.heaps {
+        for node in heaps.exact.nodes { _ = node.timer.markInvalid() }
         for node in heaps.fire.nodes { _ = node.timer.markInvalid() }
       }
       defer { state.heaps = [] }
@@ -41,6 +42,7 @@ final class _TimerScheduler: LoopDeadlineProvider, @unchecked Sendable {
     }
     // Outside the lock: this may free timers and what their handlers captured.
     for index in heaps.indices {
+      heaps[index].exact.releaseAll()
       heaps[index].fire.releaseAll()
       heaps[index].wake.releaseAll()
     }
@@ -143,19 +145,19 @@ struct _SchedulerState {
 
   func count(in mode: LoopMode) -> Int {
     guard let index = heapIndexByMode[mode] else { return 0 }
-    return heaps[index].fire.count
+    return heaps[index].count
   }
 
   func wakeTop(in mode: LoopMode) -> ContinuousClock.Instant? {
-    guard let index = heapIndexByMode[mode], let top = heaps[index].wake.top else { return nil }
-    return _TimerClock.instant(at: top.date)
+    guard let index = heapIndexByMode[mode], let top = heaps[index].wakeTop else { return nil }
+    return _TimerClock.instant(at: top)
   }
 
   func latestFireDate(in mode: LoopMode, atMost limit: ContinuousClock.Instant)
     -> ContinuousClock.Instant?
   {
     guard let index = heapIndexByMode[mode] else { return nil }
-    return heaps[index].fire.latestFireDate(atMost: limit)
+    return heaps[index].latestFireDate(atMost: limit)
   }
 
   mutating func heapIndex(for mode: LoopMode) -> Int {
@@ -190,10 +192,17 @@ struct _SchedulerState {
   /// Inserts `timer`'s nodes for `slot`. Returns whether the heaps' earliest wake-up moved
   /// earlier.
   private mutating func link(_ timer: LoopTimer, slot: Int, heapIndex: Int) -> Bool {
-    let before = heaps[heapIndex].wake.top?.date
-    heaps[heapIndex].fire.insert(_TimerHeapNode(timer: timer, order: .fire))
+    let before = heaps[heapIndex].wakeTop
     let node = _TimerHeapNode(timer: timer, order: .wake)
-    heaps[heapIndex].wake.insert(node)
+    let tolerant = timer.entry.tolerance > .zero
+    timer.entry.slots[slot].tolerant = tolerant
+    if tolerant {
+      heaps[heapIndex].fire.insert(_TimerHeapNode(timer: timer, order: .fire))
+      heaps[heapIndex].wake.insert(node)
+    } else {
+      // Fire order is wake order: one node does for both.
+      heaps[heapIndex].exact.insert(node)
+    }
     return before.map { node.date < $0 } ?? true
   }
 
@@ -217,7 +226,11 @@ struct _SchedulerState {
   private mutating func unlink(_ timer: LoopTimer, slot: Int) {
     let position = timer.entry.slots[slot]
     if position.fireIndex >= 0 {
-      heaps[position.heapIndex].fire.remove(at: position.fireIndex)
+      if position.tolerant {
+        heaps[position.heapIndex].fire.remove(at: position.fireIndex)
+      } else {
+        heaps[position.heapIndex].exact.remove(at: position.fireIndex)
+      }
     }
     // Read again: the removal above may not move this timer's wake node, but reading the
     // slot afresh keeps that reasoning out of here.
@@ -249,16 +262,31 @@ struct _SchedulerState {
     var earlier = false
     // Compare each heap's earliest wake-up before and after the change.
     var befores: [Duration?] = []
-    for slot in timer.entry.slots where slot.wakeIndex >= 0 {
-      befores.append(heaps[slot.heapIndex].wake.top?.date)
+    for slot in timer.entry.slots where slot.fireIndex >= 0 {
+      befores.append(heaps[slot.heapIndex].wakeTop)
+    }
+    // A timer whose tolerance becomes zero or stops being zero changes heaps.
+    let changesHeaps = (tolerance > .zero) != (timer.entry.tolerance > .zero)
+    var linked: [Int] = []
+    if changesHeaps {
+      for slot in 0..<timer.entry.slots.count where timer.entry.slots[slot].fireIndex >= 0 {
+        linked.append(slot)
+        unlink(timer, slot: slot)
+      }
     }
     timer.entry.fireDate = fireDate
     timer.entry.tolerance = tolerance
     if dateChanged { timer.entry.sequence = takeSequence() }
-    reposition(timer)
+    if changesHeaps {
+      for slot in linked {
+        _ = link(timer, slot: slot, heapIndex: timer.entry.slots[slot].heapIndex)
+      }
+    } else {
+      reposition(timer)
+    }
     var position = 0
-    for slot in timer.entry.slots where slot.wakeIndex >= 0 {
-      let after = heaps[slot.heapIndex].wake.top?.date
+    for slot in timer.entry.slots where slot.fireIndex >= 0 {
+      let after = heaps[slot.heapIndex].wakeTop
       if let after, befores[position].map({ after < $0 }) ?? true { earlier = true }
       position += 1
     }
@@ -270,7 +298,13 @@ struct _SchedulerState {
     for slot in timer.entry.slots.indices {
       let heapIndex = timer.entry.slots[slot].heapIndex
       let fireIndex = timer.entry.slots[slot].fireIndex
-      if fireIndex >= 0 { heaps[heapIndex].fire.restore(at: fireIndex) }
+      if fireIndex >= 0 {
+        if timer.entry.slots[slot].tolerant {
+          heaps[heapIndex].fire.restore(at: fireIndex)
+        } else {
+          heaps[heapIndex].exact.restore(at: fireIndex)
+        }
+      }
       let wakeIndex = timer.entry.slots[slot].wakeIndex
       if wakeIndex >= 0 { heaps[heapIndex].wake.restore(at: wakeIndex) }
     }
@@ -286,10 +320,10 @@ struct _SchedulerState {
     while true {
       var best: (node: _TimerHeapNode, key: (Duration, UInt64))?
       if let index = heapIndexByMode[mode] {
-        best = heaps[index].fire.firstDue(now: now, before: horizon)
+        best = heaps[index].firstDue(now: now, before: horizon)
       }
       if common, let index = heapIndexByMode[.common],
-        let shared = heaps[index].fire.firstDue(now: now, before: horizon),
+        let shared = heaps[index].firstDue(now: now, before: horizon),
         best.map({ shared.key < $0.key }) ?? true
       {
         best = shared
@@ -318,20 +352,55 @@ struct _SchedulerState {
   /// Whether every heap is ordered and every stored position is right (for tests).
   func isConsistent() -> Bool {
     heaps.allSatisfy { heaps in
-      heaps.fire.isConsistent() && heaps.wake.isConsistent()
+      heaps.exact.isConsistent() && heaps.fire.isConsistent() && heaps.wake.isConsistent()
+        && heaps.fire.count == heaps.wake.count
     }
   }
 }
 
-/// The two heaps of one mode key.
+/// The heaps of one mode key. A timer without tolerance has one node, in `exact`: its fire
+/// order is its wake order. A timer with tolerance has a node in `fire` and one in `wake`.
+/// Most timers have no tolerance, so most need one node, not two.
 struct _ModeHeaps {
   let mode: LoopMode
+  var exact: _TimerHeap
   var fire: _TimerHeap
   var wake: _TimerHeap
 
   init(mode: LoopMode, index: Int) {
     self.mode = mode
+    exact = _TimerHeap(order: .fire, heapIndex: index)
     fire = _TimerHeap(order: .fire, heapIndex: index)
     wake = _TimerHeap(order: .wake, heapIndex: index)
+  }
+
+  /// How many timers are linked here.
+  var count: Int { exact.count + fire.count }
+
+  /// The earliest end of a tolerance window, as an offset from ``_TimerClock/origin``.
+  var wakeTop: Duration? {
+    switch (exact.top?.date, wake.top?.date) {
+    case (let first?, let second?): return min(first, second)
+    case (let first, let second): return first ?? second
+    }
+  }
+
+  /// The latest fire date that is at most `limit` (see ``_TimerHeap/latestFireDate(atMost:)``).
+  func latestFireDate(atMost limit: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    switch (exact.latestFireDate(atMost: limit), fire.latestFireDate(atMost: limit)) {
+    case (let first?, let second?): return max(first, second)
+    case (let first, let second): return first ?? second
+    }
+  }
+
+  /// The first due node in fire order of both fire-order heaps (see
+  /// ``_TimerHeap/firstDue(now:before:)``).
+  func firstDue(now: ContinuousClock.Instant, before horizon: UInt64)
+    -> (node: _TimerHeapNode, key: (Duration, UInt64))?
+  {
+    let first = exact.firstDue(now: now, before: horizon)
+    guard let second = fire.firstDue(now: now, before: horizon) else { return first }
+    guard let first else { return second }
+    return second.key < first.key ? second : first
   }
 }
