@@ -188,9 +188,11 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```
   public func invalidate() {
     guard markInvalid() else { return }
+    // One load of the weak reference: each costs a trip through the scheduler's side table.
     let scheduler = withLink { link -> _TimerScheduler? in
-      link.scheduler?.state.withLock { $0.unlinkAll(self) }
-      return link.scheduler
+      let scheduler = link.scheduler
+      scheduler?.state.withLock { $0.unlinkAll(self) }
+      return scheduler
     }
     // A loop sleeping with nothing else to wait for should notice its mode is now empty.
     scheduler?.wakeIfNeeded(true)
