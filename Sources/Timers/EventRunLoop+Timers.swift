@@ -19,16 +19,18 @@ extension EventRunLoop {
   ///   (or a one-shot timer already fired), ``RunLoopCore/RunLoopError/Code/loopThreadExited``
   ///   when this loop's thread has exited.
   public func add(_ timer: LoopTimer, mode: LoopMode) throws(RunLoopError) {
-    let exited = RunLoopError.loopThreadExited(
-      "\(self)'s thread has exited; timer '\(timer.name)' would never fire")
-    guard let scheduler = _TimerScheduler.of(self) else { throw exited }
-    let earlier = try timer.link.withLock { link throws(RunLoopError) -> Bool in
+    // Built only when thrown: describing the loop costs more than adding the timer.
+    func exited() -> RunLoopError {
+      .loopThreadExited("\(self)'s thread has exited; timer '\(timer.name)' would never fire")
+    }
+    guard let scheduler = _TimerScheduler.of(self) else { throw exited() }
+    let earlier = try timer.withLink { link throws(RunLoopError) -> Bool in
       guard timer.isValid else {
         throw .invalidated("timer '\(timer.name)' is invalid; create a new timer instead")
       }
       if let owner = link.loopID, link.scheduler !== scheduler {
         // Its scheduler is gone only once its loop's thread has exited.
-        guard owner != id else { throw exited }
+        guard owner != id else { throw exited() }
         let other = link.loop.map { "\($0)" } ?? "a loop that no longer exists"
         throw .alreadyInUse("timer '\(timer.name)' belongs to \(other); it cannot join \(self)")
       }
@@ -58,7 +60,7 @@ extension EventRunLoop {
   /// loop.remove(timer, mode: "tracking")
   /// ```
   public func remove(_ timer: LoopTimer, mode: LoopMode) {
-    let scheduler = timer.link.withLock { link -> _TimerScheduler? in
+    let scheduler = timer.withLink { link -> _TimerScheduler? in
       guard let scheduler = link.scheduler, link.loopID == id,
         scheduler.state.withLock({ $0.remove(timer, from: mode) })
       else { return nil }
@@ -73,7 +75,7 @@ extension EventRunLoop {
   /// #expect(loop.contains(timer, mode: .default))
   /// ```
   public func contains(_ timer: LoopTimer, mode: LoopMode) -> Bool {
-    timer.link.withLock { link in
+    timer.withLink { link in
       guard let scheduler = link.scheduler, link.loopID == id else { return false }
       return scheduler.state.withLock { state in
         guard let index = state.heapIndexByMode[mode] else { return false }

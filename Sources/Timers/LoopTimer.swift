@@ -50,11 +50,32 @@ public final class LoopTimer: @unchecked Sendable {
 
   let handler: @Sendable (LoopTimer) -> Void
   // Guarded by `link` before the timer joins a loop, then by `link` and the loop
-  // scheduler's lock (see `_TimerEntry`).
-  let entry: _TimerEntry
+  // scheduler's lock (see `_TimerEntry`). Those locks already make every access exclusive,
+  // so the run-time exclusivity check (a call per access on the heaps' hot path) is off.
+  @exclusivity(unchecked) var entry: _TimerEntry
   private let valid = Atomic<Bool>(true)
-  // Guarded by its own lock: the loop the timer belongs to, set once.
-  let link = GuardedState(_TimerLink())
+  // Guarded by the timer's stripe of `linkLocks` (see `withLink`): the loop the timer
+  // belongs to, set once.
+  private var link = _TimerLink()
+
+  /// The locks guarding timers' links, shared by stripe (picked by the timer's address). A
+  /// `GuardedState` per timer would be an object and a separately allocated mutex, about a
+  /// quarter of a scheduled timer's memory; a timer's link is locked only briefly and never
+  /// together with another timer's, so sharing a lock costs no deadlock and little
+  /// contention. (The guarded `Int` is unused: the lock guards `link`, which must live in
+  /// the timer.)
+  private static let linkLocks = (0..<64).map { _ in GuardedState(0) }
+
+  /// Runs `body` holding the timer's link lock, with its link.
+  func withLink<Result, Failure: Error>(
+    _ body: (inout _TimerLink) throws(Failure) -> Result
+  ) throws(Failure) -> Result {
+    let address = UInt(bitPattern: ObjectIdentifier(self).hashValue)
+    let stripe = Int(truncatingIfNeeded: (address >> 5) ^ (address >> 11)) & 63
+    return try Self.linkLocks[stripe].withLock { _ throws(Failure) -> Result in
+      try body(&link)
+    }
+  }
 
   /// Creates a timer that first fires at `fireAt` and then, if `interval` is given, every
   /// `interval` after that. Add it to a loop with ``RunLoopCore/EventRunLoop/add(_:mode:)``.
@@ -87,8 +108,7 @@ public final class LoopTimer: @unchecked Sendable {
     self.interval = interval
     self.handler = handler
     self.entry = _TimerEntry(
-      fireDate: fireAt, tolerance: Self.clamped(tolerance, interval: interval),
-      interval: interval)
+      fireDate: fireAt, tolerance: Self.clamped(tolerance, interval: interval))
   }
 
   /// `tolerance` made valid: at least zero and, for a repeating timer, at most half the
@@ -121,10 +141,10 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```swift
   /// assert(timer.runLoop === EventRunLoop.current)
   /// ```
-  public var runLoop: EventRunLoop? { link.withLock { $0.loop } }
+  public var runLoop: EventRunLoop? { withLink { $0.loop } }
 
   /// The scheduler of the timer's loop, while the loop's thread runs.
-  var scheduler: _TimerScheduler? { link.withLock { $0.scheduler } }
+  var scheduler: _TimerScheduler? { withLink { $0.scheduler } }
 
   /// The next scheduled fire date. Setting it reschedules the timer (a repeating timer's grid
   /// starts again from the new date); on an invalid timer, setting it does nothing. While
@@ -168,9 +188,11 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```
   public func invalidate() {
     guard markInvalid() else { return }
-    let scheduler = link.withLock { link -> _TimerScheduler? in
-      link.scheduler?.state.withLock { $0.unlinkAll(self) }
-      return link.scheduler
+    // One load of the weak reference: each costs a trip through the scheduler's side table.
+    let scheduler = withLink { link -> _TimerScheduler? in
+      let scheduler = link.scheduler
+      scheduler?.state.withLock { $0.unlinkAll(self) }
+      return scheduler
     }
     // A loop sleeping with nothing else to wait for should notice its mode is now empty.
     scheduler?.wakeIfNeeded(true)
@@ -260,7 +282,7 @@ public final class LoopTimer: @unchecked Sendable {
   private func withScheduleState<Result>(
     _ body: (_ state: inout _SchedulerState, _ attached: Bool) -> Result
   ) -> (Result, _TimerScheduler?) {
-    link.withLock { link -> (Result, _TimerScheduler?) in
+    withLink { link -> (Result, _TimerScheduler?) in
       guard let scheduler = link.scheduler else {
         if link.loopID != nil { _ = markInvalid() }
         var scratch = _SchedulerState()
@@ -297,7 +319,7 @@ public final class LoopTimer: @unchecked Sendable {
   }
 }
 
-/// Which loop a timer belongs to, guarded by `LoopTimer.link`. The references are weak: the
+/// Which loop a timer belongs to, guarded by the timer's link lock (`LoopTimer.withLink`). The references are weak: the
 /// scheduler holds the timer, and the loop holds the scheduler until its thread exits. The
 /// loop's id stays, so a timer never joins a second loop, even once the first is gone.
 struct _TimerLink {

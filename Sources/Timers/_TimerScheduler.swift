@@ -32,10 +32,19 @@ final class _TimerScheduler: LoopDeadlineProvider, @unchecked Sendable {
   deinit {
     // The loop's thread has exited (only then does the loop let go): nothing scheduled here
     // can ever fire. Whoever still holds one of these timers sees it invalid.
-    state.withLock { state in
+    var heaps = state.withLock { state -> [_ModeHeaps] in
       for heaps in state.heaps {
+        for node in heaps.exact.nodes { _ = node.timer.markInvalid() }
         for node in heaps.fire.nodes { _ = node.timer.markInvalid() }
       }
+      defer { state.heaps = [] }
+      return state.heaps
+    }
+    // Outside the lock: this may free timers and what their handlers captured.
+    for index in heaps.indices {
+      heaps[index].exact.releaseAll()
+      heaps[index].fire.releaseAll()
+      heaps[index].wake.releaseAll()
     }
   }
 
@@ -136,24 +145,24 @@ struct _SchedulerState {
 
   func count(in mode: LoopMode) -> Int {
     guard let index = heapIndexByMode[mode] else { return 0 }
-    return heaps[index].fire.count
+    return heaps[index].count
   }
 
   func wakeTop(in mode: LoopMode) -> ContinuousClock.Instant? {
-    guard let index = heapIndexByMode[mode], let top = heaps[index].wake.top else { return nil }
-    return top.timer.entry.latest
+    guard let index = heapIndexByMode[mode], let top = heaps[index].wakeTop else { return nil }
+    return _TimerClock.instant(at: top)
   }
 
   func latestFireDate(in mode: LoopMode, atMost limit: ContinuousClock.Instant)
     -> ContinuousClock.Instant?
   {
     guard let index = heapIndexByMode[mode] else { return nil }
-    return heaps[index].fire.latestFireDate(atMost: limit)
+    return heaps[index].latestFireDate(atMost: limit)
   }
 
   mutating func heapIndex(for mode: LoopMode) -> Int {
     if let index = heapIndexByMode[mode] { return index }
-    heaps.append(_ModeHeaps(mode: mode))
+    heaps.append(_ModeHeaps(mode: mode, index: heaps.count))
     heapIndexByMode[mode] = heaps.count - 1
     return heaps.count - 1
   }
@@ -165,68 +174,80 @@ struct _SchedulerState {
 
   /// Adds `timer` to `mode`. Returns whether a wake-up deadline of some mode moved earlier.
   mutating func add(_ timer: LoopTimer, to mode: LoopMode) -> Bool {
-    let entry = timer.entry
-    if entry.sequence == 0 { entry.sequence = takeSequence() }
+    if timer.entry.sequence == 0 { timer.entry.sequence = takeSequence() }
     let heapIndex = heapIndex(for: mode)
     let slot: Int
-    if let existing = entry.slots.firstIndex(where: { $0.heapIndex == heapIndex }) {
-      guard !entry.slots[existing].active else { return false }
-      entry.slots[existing].active = true
+    if let existing = timer.entry.slots.firstIndex(where: { $0.heapIndex == heapIndex }) {
+      guard !timer.entry.slots[existing].active else { return false }
+      timer.entry.slots[existing].active = true
       slot = existing
     } else {
-      entry.slots.append(_TimerSlot(heapIndex: heapIndex, active: true))
-      slot = entry.slots.count - 1
+      timer.entry.slots.append(_TimerSlot(heapIndex: heapIndex, active: true))
+      slot = timer.entry.slots.count - 1
     }
-    guard entry.suspendedRemaining == nil else { return false }
-    let before = heaps[heapIndex].wake.top.map { $0.timer.entry.latest }
-    let node = _TimerHeapNode(timer: timer, slot: slot)
-    heaps[heapIndex].fire.insert(node)
-    heaps[heapIndex].wake.insert(node)
-    return before.map { entry.latest < $0 } ?? true
+    guard timer.entry.suspendedRemaining == nil else { return false }
+    return link(timer, slot: slot, heapIndex: heapIndex)
+  }
+
+  /// Inserts `timer`'s nodes for `slot`. Returns whether the heaps' earliest wake-up moved
+  /// earlier.
+  private mutating func link(_ timer: LoopTimer, slot: Int, heapIndex: Int) -> Bool {
+    let before = heaps[heapIndex].wakeTop
+    let node = _TimerHeapNode(timer: timer, order: .wake)
+    let tolerant = timer.entry.tolerance > .zero
+    timer.entry.slots[slot].tolerant = tolerant
+    if tolerant {
+      heaps[heapIndex].fire.insert(_TimerHeapNode(timer: timer, order: .fire))
+      heaps[heapIndex].wake.insert(node)
+    } else {
+      // Fire order is wake order: one node does for both.
+      heaps[heapIndex].exact.insert(node)
+    }
+    return before.map { node.date < $0 } ?? true
   }
 
   /// Takes `timer` out of `mode`; it stays attached to the loop. Returns whether it was in
   /// that mode.
   @discardableResult
   mutating func remove(_ timer: LoopTimer, from mode: LoopMode) -> Bool {
-    let entry = timer.entry
     guard let heapIndex = heapIndexByMode[mode],
-      let slot = entry.slots.firstIndex(where: { $0.heapIndex == heapIndex && $0.active })
+      let slot = timer.entry.slots.firstIndex(where: { $0.heapIndex == heapIndex && $0.active })
     else { return false }
-    unlink(entry, slot: slot)
-    entry.slots[slot].active = false
+    unlink(timer, slot: slot)
+    timer.entry.slots[slot].active = false
     return true
   }
 
   /// Takes `timer` out of every heap (invalidation, suspension, one-shot firing).
   mutating func unlinkAll(_ timer: LoopTimer) {
-    let entry = timer.entry
-    for slot in entry.slots.indices { unlink(entry, slot: slot) }
+    for slot in 0..<timer.entry.slots.count { unlink(timer, slot: slot) }
   }
 
-  private mutating func unlink(_ entry: _TimerEntry, slot: Int) {
-    let heapIndex = entry.slots[slot].heapIndex
-    if entry.slots[slot].fireIndex >= 0 {
-      heaps[heapIndex].fire.remove(at: entry.slots[slot].fireIndex)
+  private mutating func unlink(_ timer: LoopTimer, slot: Int) {
+    let position = timer.entry.slots[slot]
+    if position.fireIndex >= 0 {
+      if position.tolerant {
+        heaps[position.heapIndex].fire.remove(at: position.fireIndex)
+      } else {
+        heaps[position.heapIndex].exact.remove(at: position.fireIndex)
+      }
     }
-    if entry.slots[slot].wakeIndex >= 0 {
-      heaps[heapIndex].wake.remove(at: entry.slots[slot].wakeIndex)
+    // Read again: the removal above may not move this timer's wake node, but reading the
+    // slot afresh keeps that reasoning out of here.
+    let wakeIndex = timer.entry.slots[slot].wakeIndex
+    if wakeIndex >= 0 {
+      heaps[position.heapIndex].wake.remove(at: wakeIndex)
     }
   }
 
   /// Puts a suspended timer back in the heaps of its active modes. Returns whether a wake-up
   /// deadline moved earlier.
   mutating func relink(_ timer: LoopTimer) -> Bool {
-    let entry = timer.entry
     var earlier = false
-    for slot in entry.slots.indices where entry.slots[slot].active {
-      let heapIndex = entry.slots[slot].heapIndex
-      if entry.slots[slot].fireIndex < 0 {
-        let before = heaps[heapIndex].wake.top.map { $0.timer.entry.latest }
-        let node = _TimerHeapNode(timer: timer, slot: slot)
-        heaps[heapIndex].fire.insert(node)
-        heaps[heapIndex].wake.insert(node)
-        if before.map({ entry.latest < $0 }) ?? true { earlier = true }
+    for slot in timer.entry.slots.indices where timer.entry.slots[slot].active {
+      let heapIndex = timer.entry.slots[slot].heapIndex
+      if timer.entry.slots[slot].fireIndex < 0, link(timer, slot: slot, heapIndex: heapIndex) {
+        earlier = true
       }
     }
     return earlier
@@ -237,37 +258,55 @@ struct _SchedulerState {
   mutating func reschedule(
     _ timer: LoopTimer, fireDate: ContinuousClock.Instant, tolerance: Duration
   ) -> Bool {
-    let entry = timer.entry
-    let dateChanged = fireDate != entry.fireDate
+    let dateChanged = fireDate != timer.entry.fireDate
     var earlier = false
     // Compare each heap's earliest wake-up before and after the change.
-    var befores: [ContinuousClock.Instant?] = []
-    for slot in entry.slots where slot.wakeIndex >= 0 {
-      befores.append(heaps[slot.heapIndex].wake.top.map { $0.timer.entry.latest })
+    var befores: [Duration?] = []
+    for slot in timer.entry.slots where slot.fireIndex >= 0 {
+      befores.append(heaps[slot.heapIndex].wakeTop)
     }
-    entry.fireDate = fireDate
-    entry.tolerance = tolerance
-    if dateChanged { entry.sequence = takeSequence() }
-    reposition(entry)
+    // A timer whose tolerance becomes zero or stops being zero changes heaps.
+    let changesHeaps = (tolerance > .zero) != (timer.entry.tolerance > .zero)
+    var linked: [Int] = []
+    if changesHeaps {
+      for slot in 0..<timer.entry.slots.count where timer.entry.slots[slot].fireIndex >= 0 {
+        linked.append(slot)
+        unlink(timer, slot: slot)
+      }
+    }
+    timer.entry.fireDate = fireDate
+    timer.entry.tolerance = tolerance
+    if dateChanged { timer.entry.sequence = takeSequence() }
+    if changesHeaps {
+      for slot in linked {
+        _ = link(timer, slot: slot, heapIndex: timer.entry.slots[slot].heapIndex)
+      }
+    } else {
+      reposition(timer)
+    }
     var position = 0
-    for slot in entry.slots where slot.wakeIndex >= 0 {
-      let after = heaps[slot.heapIndex].wake.top.map { $0.timer.entry.latest }
+    for slot in timer.entry.slots where slot.fireIndex >= 0 {
+      let after = heaps[slot.heapIndex].wakeTop
       if let after, befores[position].map({ after < $0 }) ?? true { earlier = true }
       position += 1
     }
     return earlier
   }
 
-  /// Moves `entry`'s nodes after its key changed. Allocates nothing.
-  private mutating func reposition(_ entry: _TimerEntry) {
-    for slot in entry.slots.indices {
-      let heapIndex = entry.slots[slot].heapIndex
-      if entry.slots[slot].fireIndex >= 0 {
-        heaps[heapIndex].fire.restore(at: entry.slots[slot].fireIndex)
+  /// Moves `timer`'s nodes after its key changed. Allocates nothing.
+  private mutating func reposition(_ timer: LoopTimer) {
+    for slot in timer.entry.slots.indices {
+      let heapIndex = timer.entry.slots[slot].heapIndex
+      let fireIndex = timer.entry.slots[slot].fireIndex
+      if fireIndex >= 0 {
+        if timer.entry.slots[slot].tolerant {
+          heaps[heapIndex].fire.restore(at: fireIndex)
+        } else {
+          heaps[heapIndex].exact.restore(at: fireIndex)
+        }
       }
-      if entry.slots[slot].wakeIndex >= 0 {
-        heaps[heapIndex].wake.restore(at: entry.slots[slot].wakeIndex)
-      }
+      let wakeIndex = timer.entry.slots[slot].wakeIndex
+      if wakeIndex >= 0 { heaps[heapIndex].wake.restore(at: wakeIndex) }
     }
   }
 
@@ -279,29 +318,28 @@ struct _SchedulerState {
     in mode: LoopMode, common: Bool, now: ContinuousClock.Instant, before horizon: UInt64
   ) -> (timer: LoopTimer, dueAt: ContinuousClock.Instant)? {
     while true {
-      var best: (node: _TimerHeapNode, key: (ContinuousClock.Instant, UInt64))?
+      var best: (node: _TimerHeapNode, key: (Duration, UInt64))?
       if let index = heapIndexByMode[mode] {
-        best = heaps[index].fire.firstDue(now: now, before: horizon)
+        best = heaps[index].firstDue(now: now, before: horizon)
       }
       if common, let index = heapIndexByMode[.common],
-        let shared = heaps[index].fire.firstDue(now: now, before: horizon),
+        let shared = heaps[index].firstDue(now: now, before: horizon),
         best.map({ shared.key < $0.key }) ?? true
       {
         best = shared
       }
       guard let node = best?.node else { return nil }
       let timer = node.timer
-      let entry = timer.entry
-      let dueAt = entry.fireDate
-      if let interval = entry.interval {
+      let dueAt = timer.entry.fireDate
+      if let interval = timer.interval {
         // Invalidated by another thread that has not yet reached this lock: drop it.
         guard timer.isValid else {
           unlinkAll(timer)
           continue
         }
-        entry.fireDate = entry.nextGridPoint(after: now, interval: interval)
-        entry.sequence = takeSequence()
-        reposition(entry)
+        timer.entry.fireDate = timer.entry.nextGridPoint(after: now, interval: interval)
+        timer.entry.sequence = takeSequence()
+        reposition(timer)
       } else {
         unlinkAll(timer)
         // Whoever clears the flag owns the timer's end; an invalidated timer does not fire.
@@ -314,15 +352,55 @@ struct _SchedulerState {
   /// Whether every heap is ordered and every stored position is right (for tests).
   func isConsistent() -> Bool {
     heaps.allSatisfy { heaps in
-      heaps.fire.isConsistent { $0.timer.entry.slots[$0.slot].fireIndex }
-        && heaps.wake.isConsistent { $0.timer.entry.slots[$0.slot].wakeIndex }
+      heaps.exact.isConsistent() && heaps.fire.isConsistent() && heaps.wake.isConsistent()
+        && heaps.fire.count == heaps.wake.count
     }
   }
 }
 
-/// The two heaps of one mode key.
+/// The heaps of one mode key. A timer without tolerance has one node, in `exact`: its fire
+/// order is its wake order. A timer with tolerance has a node in `fire` and one in `wake`.
+/// Most timers have no tolerance, so most need one node, not two.
 struct _ModeHeaps {
   let mode: LoopMode
-  var fire = _TimerHeap(order: .fire)
-  var wake = _TimerHeap(order: .wake)
+  var exact: _TimerHeap
+  var fire: _TimerHeap
+  var wake: _TimerHeap
+
+  init(mode: LoopMode, index: Int) {
+    self.mode = mode
+    exact = _TimerHeap(order: .fire, heapIndex: index)
+    fire = _TimerHeap(order: .fire, heapIndex: index)
+    wake = _TimerHeap(order: .wake, heapIndex: index)
+  }
+
+  /// How many timers are linked here.
+  var count: Int { exact.count + fire.count }
+
+  /// The earliest end of a tolerance window, as an offset from ``_TimerClock/origin``.
+  var wakeTop: Duration? {
+    switch (exact.top?.date, wake.top?.date) {
+    case (let first?, let second?): return min(first, second)
+    case (let first, let second): return first ?? second
+    }
+  }
+
+  /// The latest fire date that is at most `limit` (see ``_TimerHeap/latestFireDate(atMost:)``).
+  func latestFireDate(atMost limit: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    switch (exact.latestFireDate(atMost: limit), fire.latestFireDate(atMost: limit)) {
+    case (let first?, let second?): return max(first, second)
+    case (let first, let second): return first ?? second
+    }
+  }
+
+  /// The first due node in fire order of both fire-order heaps (see
+  /// ``_TimerHeap/firstDue(now:before:)``).
+  func firstDue(now: ContinuousClock.Instant, before horizon: UInt64)
+    -> (node: _TimerHeapNode, key: (Duration, UInt64))?
+  {
+    let first = exact.firstDue(now: now, before: horizon)
+    guard let second = fire.firstDue(now: now, before: horizon) else { return first }
+    guard let first else { return second }
+    return second.key < first.key ? second : first
+  }
 }

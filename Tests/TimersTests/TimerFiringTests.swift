@@ -311,8 +311,7 @@ struct TimerFiringTests {
     let thread = RunLoopThread(name: "grid") { _ in
       let now = ContinuousClock.now
       // A step at a time, this would take about 9e18 steps.
-      let far = _TimerEntry(
-        fireDate: now - .seconds(Int64.max), tolerance: .zero, interval: .seconds(1))
+      let far = _TimerEntry(fireDate: now - .seconds(Int64.max), tolerance: .zero)
       let next = far.nextGridPoint(after: now, interval: .seconds(1))
       result.withLock { $0 = (now, next) }
       done.withLock { $0 = true }
@@ -330,7 +329,7 @@ struct TimerFiringTests {
     // Exact on an awkward grid: 10.5 intervals missed gives the 11th grid point.
     let interval = Duration.nanoseconds(333_333_337)
     let base = ContinuousClock.now
-    let entry = _TimerEntry(fireDate: base, tolerance: .zero, interval: interval)
+    let entry = _TimerEntry(fireDate: base, tolerance: .zero)
     #expect(
       entry.nextGridPoint(after: base + interval * 10.5, interval: interval)
         == base + interval * 11)
