@@ -83,7 +83,7 @@ struct TraceDeliveryTests {
       thread: "thread", loop: 1, mode: "default", iteration: 1, depth: 1, activity: "entry")
     writer.enqueue(record)
     usleep(50_000)  // the writer now blocks in its first batch
-    for _ in 0..<500_000 { writer.enqueue(record) }
+    for _ in 0..<1_000_000 { writer.enqueue(record) }
     gate.signal()  // the writer now takes the backlog
     var worst = Duration.zero
     let end = ContinuousClock.now + .milliseconds(300)
@@ -94,7 +94,8 @@ struct TraceDeliveryTests {
       usleep(50)  // a loop's pace, not a tight loop that grows the new queue by millions
     }
     #expect(writer.close())
-    // Loosely (2 busy cores): a copy of 500,000 records under the lock takes ~60 ms.
-    #expect(worst < .milliseconds(20), "worst enqueue took \(worst)")
+    // Loosely (2 busy cores, maybe under ThreadSanitizer): copying 1,000,000 records under
+    // the lock took 116 ms and more; an O(1) swap leaves only scheduling noise.
+    #expect(worst < .milliseconds(80), "worst enqueue took \(worst)")
   }
 }

@@ -44,7 +44,7 @@ struct SuspendAndDebounceTests {
       loop -> (Int, Duration, Duration, Int) in
       let counter = Counter()
       let alive = try keepAlive(loop, mode: .default)
-      let timer = try LoopTimer(fireAt: .now + .milliseconds(150), every: .seconds(10)) { _ in
+      let timer = try LoopTimer(fireAt: .now + .milliseconds(1500), every: .seconds(10)) { _ in
         counter.increment()
       }
       try loop.add(timer, mode: .default)
@@ -52,7 +52,7 @@ struct SuspendAndDebounceTests {
       timer.suspend()
       let before = timer.fireDate - suspendedAt
       // Longer than the time that was left: a running timer would have fired.
-      try loop.run(mode: .default, timeout: .milliseconds(200))
+      try loop.run(mode: .default, timeout: .milliseconds(1700))
       let whileSuspended = counter.count
       let resumedAt = ContinuousClock.now
       timer.resume()
@@ -69,8 +69,8 @@ struct SuspendAndDebounceTests {
       remainingAfter > remainingBefore
       ? remainingAfter - remainingBefore : remainingBefore - remainingAfter
     // Loose bounds: a thread held off the CPU between the clock reads widens the gap.
-    #expect(drift < .milliseconds(50))
-    #expect(remainingAfter > .milliseconds(75))
+    #expect(drift < .milliseconds(500))
+    #expect(remainingAfter > .milliseconds(750))
   }
 
   @Test func countdownStartPauseResumeStopNeverLosesOrAddsTicks() throws {
