@@ -97,7 +97,7 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// ```
   public func signal() {
     guard isValid else { return }
-    if instrumentationActive.load(ordering: .relaxed) {
+    if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
       signalledAtNanoseconds.store(ClockReference.nanoseconds(of: .now), ordering: .relaxed)
     }
     signalled.store(true, ordering: .releasing)

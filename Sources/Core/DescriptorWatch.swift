@@ -71,9 +71,20 @@ public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
   /// ```swift
   /// let watch = DescriptorWatch(fileDescriptor: fd, interest: [.readable, .writable]) { _ in }
   /// ```
-  public init(
+  public convenience init(
     fileDescriptor: Int32, interest: DescriptorEvents = .readable, name: String = "descriptor",
     order: Int = 0, handler: @escaping @Sendable (DescriptorEvents) -> Void
+  ) {
+    self.init(
+      fileDescriptor: fileDescriptor, interest: interest, name: name, order: order,
+      calloutKind: .port, handler: handler)
+  }
+
+  /// The designated initializer; Core's own watches (the main dispatch queue's) pass their
+  /// call-out kind.
+  init(
+    fileDescriptor: Int32, interest: DescriptorEvents = .readable, name: String,
+    order: Int, calloutKind: CalloutKind, handler: @escaping @Sendable (DescriptorEvents) -> Void
   ) {
     self.fileDescriptor = fileDescriptor
     self.name = name
@@ -81,19 +92,6 @@ public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
     self.token = descriptorTokenCounter.wrappingAdd(1, ordering: .relaxed).newValue
     self.handler = handler
     self.interestBits = Atomic(interest.rawValue)
-    self.calloutKind = .port
-  }
-
-  init(
-    fileDescriptor: Int32, name: String, calloutKind: CalloutKind,
-    handler: @escaping @Sendable (DescriptorEvents) -> Void
-  ) {
-    self.fileDescriptor = fileDescriptor
-    self.name = name
-    self.order = Int.min
-    self.token = descriptorTokenCounter.wrappingAdd(1, ordering: .relaxed).newValue
-    self.handler = handler
-    self.interestBits = Atomic(DescriptorEvents.readable.rawValue)
     self.calloutKind = calloutKind
   }
 

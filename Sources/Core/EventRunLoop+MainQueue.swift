@@ -24,7 +24,8 @@ extension EventRunLoop {
     let descriptor = dispatchMainQueueHandle()
     guard descriptor >= 0 else { return }
     let watch = DescriptorWatch(
-      fileDescriptor: descriptor, name: "DispatchQueue.main", calloutKind: .mainQueue
+      fileDescriptor: descriptor, name: "DispatchQueue.main", order: Int.min,
+      calloutKind: .mainQueue
     ) { _ in
       var count: UInt64 = 0
       _ = withUnsafeMutableBytes(of: &count) { read(descriptor, $0.baseAddress, 8) }

@@ -425,18 +425,13 @@ let processInstruments = GuardedState<[any RunLoopInstrument]>([])
 let processInstrumentsVersion = Atomic<UInt64>(0)
 // How many instruments anywhere want call-outs; while 0, signals record no time stamps.
 let calloutInstrumentCount = Atomic<Int>(0)
-let instrumentationActive = Atomic<Bool>(false)
 
 private func noteInstrumentAdded(_ instrument: any RunLoopInstrument) {
   guard instrument.interests.contains(.callouts) else { return }
-  if calloutInstrumentCount.wrappingAdd(1, ordering: .relaxed).newValue > 0 {
-    instrumentationActive.store(true, ordering: .relaxed)
-  }
+  calloutInstrumentCount.wrappingAdd(1, ordering: .relaxed)
 }
 
 private func noteInstrumentRemoved(_ instrument: any RunLoopInstrument) {
   guard instrument.interests.contains(.callouts) else { return }
-  if calloutInstrumentCount.wrappingSubtract(1, ordering: .relaxed).newValue <= 0 {
-    instrumentationActive.store(false, ordering: .relaxed)
-  }
+  calloutInstrumentCount.wrappingSubtract(1, ordering: .relaxed)
 }

@@ -56,7 +56,7 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   /// ```swift
   /// let sink = try JSONLinesSink(path: "trace.jsonl", append: true)
   /// ```
-  public init(path: String, append: Bool = false, closeTimeout: Duration = .seconds(10))
+  public convenience init(path: String, append: Bool = false, closeTimeout: Duration = .seconds(10))
     throws(RunLoopError)
   {
     let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
@@ -64,13 +64,7 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
     guard descriptor >= 0 else {
       throw RunLoopError.systemCall("open(\(path))", errno: errno)
     }
-    self.path = path
-    self.closeTimeout = closeTimeout
-    let file = _JSONLinesFile(descriptor: descriptor)
-    self.file = file
-    self.writer = _WriterThread(
-      name: "trace-json", capacity: nil, write: { file.write($0) }, finish: { file.close() })
-    writer.start()
+    self.init(ownedDescriptor: descriptor, path: path, closeTimeout: closeTimeout)
   }
 
   /// Writes to an open descriptor (for example `STDOUT_FILENO`), which stays open after
@@ -85,14 +79,21 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   /// ```swift
   /// let sink = try JSONLinesSink(fileDescriptor: STDOUT_FILENO)
   /// ```
-  public init(fileDescriptor: Int32, closeTimeout: Duration = .seconds(10)) throws(RunLoopError) {
+  public convenience init(fileDescriptor: Int32, closeTimeout: Duration = .seconds(10))
+    throws(RunLoopError)
+  {
     let copy = fcntl(fileDescriptor, F_DUPFD_CLOEXEC, 0)
     guard copy >= 0 else {
       throw RunLoopError.systemCall("dup(\(fileDescriptor))", errno: errno)
     }
-    self.path = nil
+    self.init(ownedDescriptor: copy, path: nil, closeTimeout: closeTimeout)
+  }
+
+  /// Writes to `descriptor`, which the sink's writer thread closes after the last record.
+  private init(ownedDescriptor descriptor: Int32, path: String?, closeTimeout: Duration) {
+    self.path = path
     self.closeTimeout = closeTimeout
-    let file = _JSONLinesFile(descriptor: copy)
+    let file = _JSONLinesFile(descriptor: descriptor)
     self.file = file
     self.writer = _WriterThread(
       name: "trace-json", capacity: nil, write: { file.write($0) }, finish: { file.close() })
