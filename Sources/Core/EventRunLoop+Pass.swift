@@ -7,6 +7,7 @@ extension EventRunLoop {
     let buffer = poller.buffer(depth: depth)
     while true {
       local.iteration &+= 1
+      refreshPassCache(for: mode)
       let hasPortSources = prepareHeldDescriptors(mode: mode)
 
       // Step 2: notify observers that ready timers are about to fire.
@@ -23,13 +24,15 @@ extension EventRunLoop {
       let poll = sourceHandled || plan.pollOnly
       var eventCount = 0
       // Step 5: a ready port-based source is handled at once, skipping the sleep.
-      if !poll, hasPortSources, let ready = readyPortEvents(into: buffer) {
+      var woken = false
+      if !poll, hasPortSources, let ready = readyPortEvents(into: buffer, woken: &woken) {
         eventCount = ready
       } else {
         // Step 6: notify observers that the thread is about to sleep.
         if !poll { notify(.beforeWaiting) }
-        // Step 7: sleep until a descriptor, a timer, the timeout or a wake-up.
-        eventCount = sleep(mode: mode, plan: plan, poll: poll, buffer: buffer)
+        // Step 7: sleep until a descriptor, a timer, the timeout or a wake-up (one that step 5
+        // already took makes the sleep a poll).
+        eventCount = sleep(mode: mode, plan: plan, poll: poll || woken, buffer: buffer)
         // Step 8: notify observers that the thread woke.
         if !poll { notify(.afterWaiting) }
       }
@@ -55,38 +58,71 @@ extension EventRunLoop {
     if sourceHandled && plan.returnAfterSourceHandled { return .handledSource }
     if plan.pollOnly { return .timedOut }
     if let deadline = plan.deadline, ContinuousClock.now >= deadline { return .timedOut }
-    let stopped = state.withLock { state -> Bool in
-      guard state.frames.count >= depth, state.frames[depth - 1].stopRequested else {
-        return false
+    let stopped =
+      published.stopPending.load(ordering: .sequentiallyConsistent)
+      && state.withLock { state -> Bool in
+        guard state.frames.count >= depth, state.frames[depth - 1].stopRequested else {
+          return false
+        }
+        state.frames[depth - 1].stopRequested = false
+        return true
       }
-      state.frames[depth - 1].stopRequested = false
-      return true
-    }
     if stopped { return .stopped }
     if modeIsEmpty(mode) { return .finished }
     return nil
   }
 
+  /// Brings the loop thread's snapshot of what a pass in `mode` reads up to date. Takes the
+  /// lock only when the mode differs from the snapshot's or something changed since it was
+  /// taken; otherwise this is one atomic load. Call it before each use of `local.passCache`:
+  /// a call-out may have run a nested run in another mode in between.
+  func refreshPassCache(for mode: LoopMode) {
+    let structure = published.structure.load(ordering: .sequentiallyConsistent)
+    if structure == local.passCache.structure, local.passCache.mode == mode { return }
+    local.passCache = state.withLock { state -> PassCache in
+      let common = state.commonModes
+      let sources = state.sources.resolved(for: mode, commonModes: common)
+      let hasWatches = !state.watches.resolved(for: mode, commonModes: common).isEmpty
+      return PassCache(
+        // Read after `resolved`, which refreshes the tables' own caches and so counts as a
+        // change.
+        structure: state.published.structure.load(ordering: .sequentiallyConsistent),
+        mode: mode, isCommon: common.contains(mode), sources: sources, hasWatches: hasWatches,
+        hasHeld: !state.heldTokens.isEmpty, providers: state.providers)
+    }
+  }
+
   /// Puts held descriptors of `mode` back into the `epoll` set, and tells whether `mode` has
   /// any descriptors.
   private func prepareHeldDescriptors(mode: LoopMode) -> Bool {
-    state.withLock { state -> Bool in
-      let running = state.watches.resolved(for: mode, commonModes: state.commonModes)
-      guard !state.heldTokens.isEmpty else { return !running.isEmpty }
-      for watch in running where state.heldTokens.contains(watch.token) {
-        state.heldTokens.remove(watch.token)
-        try? poller.add(watch.fileDescriptor, mask: watch.interest.epollMask, token: watch.token)
+    guard local.passCache.hasHeld else { return local.passCache.hasWatches }
+    let isCommon = local.passCache.isCommon
+    state.withLock { state in
+      for token in state.heldTokens {
+        guard let watch = state.watchesByToken[token],
+          Self.watch(watch, runsIn: mode, isCommon: isCommon, table: state.watches)
+        else { continue }
+        state.heldTokens.remove(token)
+        try? poller.add(watch.fileDescriptor, mask: watch.interest.epollMask, token: token)
       }
-      return !running.isEmpty
     }
+    return local.passCache.hasWatches
+  }
+
+  /// Whether `watch` is scheduled in `mode`, directly or through the common modes. Reads the
+  /// table without refreshing its cache (which would count as a change of structure).
+  private static func watch(
+    _ watch: DescriptorWatch, runsIn mode: LoopMode, isCommon: Bool,
+    table: LoopModeTable<DescriptorWatch>
+  ) -> Bool {
+    table.contains(watch, in: mode) || (isCommon && table.contains(watch, in: .common))
   }
 
   /// Performs the signalled custom sources of `mode` in ascending order; with `onlyFirst`,
   /// only the first. Returns whether any ran.
   private func fireCustomSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
-    let sources = state.withLock { state in
-      state.sources.resolved(for: mode, commonModes: state.commonModes)
-    }
+    refreshPassCache(for: mode)
+    let sources = local.passCache.sources
     var handled = false
     for source in sources where source.isValid && source.consumeSignal() {
       handled = true
@@ -98,10 +134,13 @@ extension EventRunLoop {
 
   /// Runs every perform request for `mode` queued before this call, in FIFO order.
   func runPerformRequests(mode: LoopMode) {
+    // The lock is taken only when something is queued.
+    guard published.performCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
+    refreshPassCache(for: mode)
+    // Whether `mode` is common is decided once for the batch, not hashed per request.
+    let isCommon = local.passCache.isCommon
     let batch = state.withLock { state -> Deque<PerformRequest> in
       guard !state.performQueue.isEmpty else { return [] }
-      // Whether `mode` is common is decided once for the batch, not hashed per request.
-      let isCommon = state.commonModes.contains(mode)
       if state.performQueue.allSatisfy({ $0.matches(mode, modeIsCommon: isCommon) }) {
         var all = Deque<PerformRequest>()
         swap(&all, &state.performQueue)
@@ -123,13 +162,31 @@ extension EventRunLoop {
   }
 
   /// Step 5: checks without blocking whether a version-1 source is ready. Returns the
-  /// number of events when one is; otherwise the events stay pending for the sleep.
-  private func readyPortEvents(into buffer: UnsafeMutableRawPointer) -> Int? {
+  /// number of events when one is; otherwise the events stay pending for the sleep (level-
+  /// triggered descriptors report again), except a wake-up: its eventfd is edge-triggered,
+  /// so it is taken here, and `woken` tells the sleep not to block.
+  private func readyPortEvents(into buffer: UnsafeMutableRawPointer, woken: inout Bool) -> Int? {
     let count = poller.wait(into: buffer, block: false)
-    for index in 0..<count where poller.event(index, in: buffer).token > Poller.timerToken {
-      return count
+    var sawWake = false
+    for index in 0..<count {
+      let token = poller.event(index, in: buffer).token
+      if token > Poller.timerToken { return count }
+      if token == Poller.wakeToken { sawWake = true }
+    }
+    if sawWake {
+      wakeWasSeen()
+      woken = true
     }
     return nil
+  }
+
+  /// Clears the wake flag once the wake-up's event was taken from `epoll`. A `wakeUp()` that
+  /// still sees the flag set skips its write: what it changed is read after this, in this
+  /// pass. Sequentially consistent, with the fence in `wakeUp()`: either the pass sees what
+  /// the waker changed before calling `wakeUp()`, or the waker sees the flag clear and writes,
+  /// which reports a new event.
+  private func wakeWasSeen() {
+    wakePending.store(false, ordering: .sequentiallyConsistent)
   }
 
   /// Step 7: sleeps until the earliest of the run's deadline and the providers' deadlines,
@@ -139,8 +196,8 @@ extension EventRunLoop {
   {
     if poll { return poller.wait(into: buffer, block: false) }
     var wake = plan.deadline
-    let providers = state.withLock { $0.providers }
-    for provider in providers {
+    refreshPassCache(for: mode)
+    for provider in local.passCache.providers {
       if let due = provider.nextDeadline(in: mode, of: self), wake.map({ due < $0 }) ?? true {
         wake = due
       }
@@ -171,14 +228,8 @@ extension EventRunLoop {
       let (token, mask) = poller.event(index, in: buffer)
       switch token {
       case Poller.wakeToken:
-        // Drain before clearing the flag: the other order lets a wakeUp() that lands between
-        // the two have its write drained while the flag stays set, and every later wakeUp()
-        // (stop() included) is then skipped. A wakeUp() that sees the flag still set here is
-        // covered: the state it changed is read after this pass.
-        poller.drainWake()
-        // Sequentially consistent, with the fence in wakeUp(): either this pass sees what the
-        // waker changed before calling wakeUp(), or the waker sees the flag clear and writes.
-        wakePending.store(false, ordering: .sequentiallyConsistent)
+        // Nothing to read: the eventfd is edge-triggered (see `Poller`).
+        wakeWasSeen()
       case Poller.timerToken:
         poller.drainTimer()
       default:
@@ -215,10 +266,11 @@ extension EventRunLoop {
   /// the `epoll` set (switching its interest off is not enough: `epoll` always reports errors
   /// and hang-ups) so that it does not wake the loop again until its mode runs.
   private func runnableWatch(token: UInt64, mode: LoopMode) -> DescriptorWatch? {
-    state.withLock { state -> DescriptorWatch? in
+    refreshPassCache(for: mode)
+    let isCommon = local.passCache.isCommon
+    return state.withLock { state -> DescriptorWatch? in
       guard let watch = state.watchesByToken[token] else { return nil }
-      let running = state.watches.resolved(for: mode, commonModes: state.commonModes)
-      if running.contains(where: { $0 === watch }) { return watch }
+      if Self.watch(watch, runsIn: mode, isCommon: isCommon, table: state.watches) { return watch }
       state.heldTokens.insert(token)
       poller.remove(watch.fileDescriptor)
       return nil
@@ -228,7 +280,8 @@ extension EventRunLoop {
   /// Asks each provider to fire what is due in `mode`. Providers decide what is due (a timer
   /// with tolerance may fire early in its window when the loop is awake anyway).
   private func fireDueTimers(mode: LoopMode) {
-    let providers = state.withLock { $0.providers }
+    refreshPassCache(for: mode)
+    let providers = local.passCache.providers
     guard !providers.isEmpty else { return }
     let now = ContinuousClock.now
     for provider in providers {

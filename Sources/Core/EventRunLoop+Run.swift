@@ -150,16 +150,16 @@ extension EventRunLoop {
   /// Whether a run in `mode` would have nothing to wait for: no sources, no descriptors, no
   /// provider items, no perform requests for it.
   func modeIsEmpty(_ mode: LoopMode) -> Bool {
-    let (empty, providers) = state.withLock { state -> (Bool, [any LoopDeadlineProvider]) in
-      let common = state.commonModes
-      let isCommon = common.contains(mode)
-      let nothing =
-        !state.sources.hasItems(for: mode, commonModes: common)
-        && !state.watches.hasItems(for: mode, commonModes: common)
-        && !state.performQueue.contains { $0.matches(mode, modeIsCommon: isCommon) }
-      return (nothing, nothing ? state.providers : [])
+    refreshPassCache(for: mode)
+    if !local.passCache.sources.isEmpty || local.passCache.hasWatches { return false }
+    let isCommon = local.passCache.isCommon
+    if published.performCount.load(ordering: .sequentiallyConsistent) > 0 {
+      let queued = state.withLock { state in
+        state.performQueue.contains { $0.matches(mode, modeIsCommon: isCommon) }
+      }
+      if queued { return false }
     }
-    guard empty else { return false }
+    let providers = local.passCache.providers
     return !providers.contains { $0.hasItems(in: mode, of: self) }
   }
 }

@@ -46,8 +46,10 @@ public final class EventRunLoop: @unchecked Sendable {
   let poller: Poller
   // Everything shared between threads, behind one lock. No user call-out ever runs while
   // it is held.
-  let state = GuardedState(LoopState())
-  // Set by wakeUp() when it wrote to the eventfd; cleared by the loop when it reads it.
+  let state: GuardedState<LoopState>
+  // What the state's lock publishes for the loop thread to read without taking it.
+  let published: PublishedState
+  // Set by wakeUp() when it wrote to the eventfd; cleared by the loop when it sees the event.
   let wakePending = Atomic<Bool>(false)
   // Changes whenever the loop's own instruments change.
   let instrumentsVersion = Atomic<UInt64>(0)
@@ -58,6 +60,9 @@ public final class EventRunLoop: @unchecked Sendable {
     self.id = loopIdentityCounter.wrappingAdd(1, ordering: .relaxed).newValue
     self.threadID = threadID
     self.isMain = isMain
+    let published = PublishedState()
+    self.published = published
+    self.state = GuardedState(LoopState(published: published))
     self.poller = try Poller()
   }
 
@@ -327,6 +332,7 @@ public final class EventRunLoop: @unchecked Sendable {
     }
     instrumentsVersion.wrappingAdd(1, ordering: .releasing)
     local.instrumentCache = InstrumentCache()
+    local.passCache = PassCache()
     for request in abandoned { request.abandon() }
     for (source, mode) in sources { source.cancelHandler?(self, mode) }
     for instrument in instruments { noteInstrumentRemoved(instrument) }
@@ -367,20 +373,54 @@ extension EventRunLoop: Hashable, CustomStringConvertible {
 
 /// The state every thread may touch, guarded by `EventRunLoop.state`.
 struct LoopState {
-  var commonModes: Set<LoopMode> = [.default]
-  var sources = LoopModeTable<CustomInputSource>()
-  var watches = LoopModeTable<DescriptorWatch>()
+  // Each change to what a pass reads (modes, sources, watches, providers, held descriptors)
+  // moves `published.structure` on, so the loop thread can keep its snapshot of those
+  // (`PassCache`) for as long as the number has not moved, without taking this lock.
+  // Observers without `oldValue` mutate in place: no copy of the tables.
+  let published: PublishedState
+  var commonModes: Set<LoopMode> = [.default] { didSet { published.structureDidChange() } }
+  var sources = LoopModeTable<CustomInputSource>() { didSet { published.structureDidChange() } }
+  var watches = LoopModeTable<DescriptorWatch>() { didSet { published.structureDidChange() } }
   var watchesByToken: [UInt64: DescriptorWatch] = [:]
   var watchedDescriptors: Set<Int32> = []
   // Watches that became ready while the loop ran a mode they are not in; their epoll
   // interest is off until a run in one of their modes turns it back on.
-  var heldTokens: Set<UInt64> = []
-  var performQueue = Deque<PerformRequest>()
-  var frames: [RunFrame] = []
-  var providers: [any LoopDeadlineProvider] = []
+  var heldTokens: Set<UInt64> = [] { didSet { published.structureDidChange() } }
+  var performQueue = Deque<PerformRequest>() {
+    didSet { published.performCount.store(performQueue.count, ordering: .sequentiallyConsistent) }
+  }
+  var frames: [RunFrame] = [] {
+    didSet {
+      let pending = frames.contains { $0.stopRequested }
+      published.stopPending.store(pending, ordering: .sequentiallyConsistent)
+    }
+  }
+  var providers: [any LoopDeadlineProvider] = [] { didSet { published.structureDidChange() } }
   var instruments: [any RunLoopInstrument] = []
   var threadExited = false
   var mainQueueWatchInstalled = false
+
+  init(published: PublishedState) {
+    self.published = published
+  }
+}
+
+/// Facts about `LoopState` that its lock publishes as atomics, so that a pass with nothing
+/// new to do takes no lock: the loop thread reads these, and takes the lock only when one
+/// says there is something to look at. Every store happens under the state's lock, and
+/// every access is sequentially consistent: together with the fence in `wakeUp()`, a change
+/// made before a wake-up is either seen by the pass after it or wakes the loop again.
+final class PublishedState: Sendable {
+  /// Moves on with every change to the modes, sources, watches, providers or held set.
+  let structure = Atomic<UInt64>(0)
+  /// How many perform requests are queued.
+  let performCount = Atomic<Int>(0)
+  /// Whether some active run has a stop request it has not seen yet.
+  let stopPending = Atomic<Bool>(false)
+
+  func structureDidChange() {
+    structure.wrappingAdd(1, ordering: .sequentiallyConsistent)
+  }
 }
 
 /// One active run of the loop.
@@ -396,6 +436,22 @@ struct LoopThreadState {
   var runsStarted: UInt64 = 0
   var modes: [LoopMode] = []
   var instrumentCache = InstrumentCache()
+  var passCache = PassCache()
+}
+
+/// The loop thread's snapshot of what a pass in one mode reads from `LoopState`, valid while
+/// `PublishedState.structure` still equals `structure`.
+struct PassCache {
+  var structure: UInt64 = .max
+  var mode: LoopMode?
+  var isCommon = false
+  /// The custom sources of the mode, in call-out order.
+  var sources: [CustomInputSource] = []
+  /// Whether the mode has descriptor watches.
+  var hasWatches = false
+  /// Whether some watch is held out of the epoll set.
+  var hasHeld = false
+  var providers: [any LoopDeadlineProvider] = []
 }
 
 /// The loop thread's copy of its instruments (its own and the process's), refreshed when

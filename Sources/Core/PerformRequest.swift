@@ -63,7 +63,10 @@ public final class PerformRequest: Sendable {
   let body: @Sendable () -> Void
   private let stateBits = Atomic<UInt8>(State.pending.rawValue)
   private let done: DispatchSemaphore?
-  private weak let loop: EventRunLoop?
+  // Strong: a weak reference costs side-table traffic on every request. The cycle it makes
+  // with the loop's queue lasts only while the request is queued: the pass that runs it,
+  // `cancel()` and the thread's exit all take it out of the queue.
+  private let loop: EventRunLoop
 
   init(
     name: String, modes: [LoopMode], loop: EventRunLoop, waitable: Bool,
@@ -94,7 +97,7 @@ public final class PerformRequest: Sendable {
   @discardableResult
   public func cancel() -> Bool {
     guard transition(from: .pending, to: .cancelled) else { return false }
-    loop?.dequeue(self)
+    loop.dequeue(self)
     done?.signal()
     return true
   }
