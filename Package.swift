@@ -134,7 +134,7 @@ let package = Package(
     // Runs the built runloop-demo binary as a child process (depends on it so it is built).
     .testTarget(
       name: "DemoTests",
-      dependencies: ["RunLoopDemo", "RunLoopCore", "RunLoopObservers"],
+      dependencies: ["RunLoopDemo", "RunLoopCore", "RunLoopObservers", "RunLoopTestSupport"],
       path: "Tests/DemoTests"
     ),
   ],

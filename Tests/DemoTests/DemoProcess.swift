@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RunLoopCore
 import RunLoopObservers
+import RunLoopTestSupport
 
 /// The built `runloop-demo`, found next to the test bundle: SwiftPM puts executables and the
 /// test binary in the same build directory, and the test target depends on the demo so it
@@ -38,6 +39,7 @@ struct DemoResult {
 /// test can wait for a line, send a signal or keys, and then wait for the exit.
 final class DemoProcess: @unchecked Sendable {
   let process = Process()
+  private let endSignal: ProcessExitSignal
   private let output = GuardedState<(stdout: [UInt8], stderr: [UInt8])>(([], []))
   private let readersDone = DispatchGroup()
 
@@ -48,6 +50,7 @@ final class DemoProcess: @unchecked Sendable {
     _ arguments: [String], executable: String = demoBinary, directory: String? = nil,
     environment: [String: String] = [:], terminal: Int32? = nil
   ) throws {
+    endSignal = ProcessExitSignal(process)
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
@@ -114,14 +117,17 @@ final class DemoProcess: @unchecked Sendable {
 
   /// Waits for the exit (killing the process after `timeout`) and returns how it ended.
   func wait(timeout: Duration = .seconds(20)) -> DemoResult {
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
-    if process.isRunning {
-      kill(process.processIdentifier, SIGKILL)
-    }
-    process.waitUntilExit()
+    let ended = endSignal.waitOrKill(process, timeout: timeout)
     _ = readersDone.wait(timeout: .now() + 5)
     let collected = output.withLock { $0 }
+    guard ended else {
+      // Reading the status of a process Foundation still counts as running would trap.
+      return DemoResult(
+        status: -1, exitedNormally: false,
+        stdout: String(decoding: collected.stdout, as: UTF8.self),
+        stderr: String(decoding: collected.stderr, as: UTF8.self)
+          + "\n[test] the process was not seen to end, even after SIGKILL")
+    }
     return DemoResult(
       status: process.terminationStatus,
       exitedNormally: process.terminationReason == .exit,

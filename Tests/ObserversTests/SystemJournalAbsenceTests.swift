@@ -40,10 +40,11 @@ struct SystemJournalAbsenceTests {
     let output = Pipe()
     process.standardOutput = output
     process.standardError = output
+    let ended = ProcessExitSignal(process)
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
     let text = String(decoding: data, as: UTF8.self)
+    try #require(ended.waitOrKill(process, timeout: .seconds(120)), "child never ended:\n\(text)")
     #expect(process.terminationStatus == 0, "child failed:\n\(text)")
     #expect(text.contains("childTracesWithoutAJournal() passed"))
     // One report per sink: one for the missing socket, one for the dead one.

@@ -66,9 +66,12 @@ func runProgram(_ path: String, _ arguments: [String]) throws -> (output: String
   process.arguments = arguments
   let pipe = Pipe()
   process.standardOutput = pipe
+  let ended = ProcessExitSignal(process)
   try process.run()
   let data = pipe.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
+  guard ended.waitOrKill(process, timeout: .seconds(60)) else {
+    return ("\(path) was not seen to end, even after SIGKILL", -1)
+  }
   return (String(decoding: data, as: UTF8.self), process.terminationStatus)
 }
 
