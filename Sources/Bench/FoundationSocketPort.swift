@@ -16,8 +16,8 @@ import Glibc
 //    On the next turn `messageEndIndex` is computed from that slice's `startIndex`, and the
 //    file's `subscript(offset:)` adds `startIndex` once more, so the index is past the end:
 //    with 2 messages in one read (or one and a part) the subscript traps; with 3, the third is
-//    lost. The CFSocket manager thread reads up to 32 KiB at a time, so any sender that does
-//    not wait gets 2 messages into one read.
+//    lost. The CFSocket manager thread reads up to 32 KiB at a time, so a sender that does
+//    not wait soon gets 2 messages into one read (20 back to back trap in practice).
 //
 // Hence: one message in flight. The sender waits until the delegate has seen a message before
 // it sends the next; each read then holds exactly one message. A SocketPort over a Unix socket
@@ -25,7 +25,7 @@ import Glibc
 // connected AF_UNIX stream socket fails with EISCONN (TCP ignores the address).
 //
 // It runs in a child process (`runloop-bench socketport MODE COUNT`) so that a trap cannot
-// end the bench; the same subcommand reproduces both defects by hand.
+// end the bench; the same subcommand reproduces the three defects by hand.
 
 /// Bytes of the data component each SocketPort message carries (defect 1 needs at least 12).
 let socketPortPayload = 12
