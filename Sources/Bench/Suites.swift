@@ -269,17 +269,64 @@ let allSuites: [Suite] = [
           cfMemory.descriptors)))
   },
   Suite(name: "ports") { options, report in
-    let count = options.quick ? 20_000 : 200_000
-    let ours = try ourPortMessages(count)
-    let socket = socketPortMessagesInChild(options.quick ? 2000 : 20_000)
+    // Foundation's SocketPort delivers on Linux only with one message in flight and a
+    // component of 12 bytes or more (FoundationSocketPort.swift has the two defects), so the
+    // target is judged that way: each sender waits for the handler before the next message.
+    // SocketPort runs in a child process, where a trap cannot end the bench.
+    let rounds = options.quick ? 1 : 3
+    let oneAtATime = options.quick ? 1000 : 5000
+    var ours: [Double] = []
+    var socket: [Double] = []
+    var socketFloor: [Double] = []
+    var socketPort: [Double] = []
+    var socketPortFailure: String?
+    for _ in 0..<rounds {
+      ours.append(try ourPortMessagesOneInFlight(oneAtATime))
+      socket.append(try ourSocketMessagesOneInFlight(oneAtATime))
+      socketFloor.append(try floorSocketMessagesOneInFlight(oneAtATime))
+      let outcome = socketPortInChild(mode: "one-in-flight", count: oneAtATime)
+      if let rate = outcome.rate {
+        socketPort.append(rate)
+      } else {
+        socketPortFailure = outcome.summary
+      }
+    }
+    let socketPortRate = socketPortFailure == nil ? median(socketPort) : nil
+    let burst = socketPortInChild(mode: "burst", count: 20)
+    let oneRead = socketPortInChild(mode: "one-read", count: 2)
+    let bare = socketPortInChild(mode: "no-components", count: 1)
+    let unix = socketPortInChild(mode: "unix", count: 1)
+    let socketPortNote =
+      "CF column: Foundation SocketPort over loopback TCP, \(socketPortPayload)-byte data "
+      + "component, child process" + (socketPortFailure.map { "; SocketPort failed: \($0)" } ?? "")
+    let inProcessRatio = socketPortRate.map { median(ours) / $0 }
     report.add(
       ResultRow(
-        suite: "ports", metric: "in-process messages", unit: "/s", ours: ours, cf: socket.rate,
-        floor: nil, advantage: socket.rate.map { ours / $0 }, target: ">= 2x SocketPort",
-        pass: socket.rate.map { ours / $0 >= 2 },
-        note: socket.rate == nil
-          ? "Foundation SocketPort on Linux: \(socket.note)"
-          : "CF column: Foundation SocketPort over loopback TCP"))
+        suite: "ports", metric: "in-process messages, one in flight", unit: "/s",
+        ours: median(ours), cf: socketPortRate, floor: nil, advantage: inProcessRatio,
+        target: ">= 2x SocketPort", pass: inProcessRatio.map { $0 >= 2 },
+        note: "ours: InProcessPort; " + socketPortNote))
+    // The same transport as SocketPort, for scale: the target is the in-process row's, and
+    // loopback TCP itself (the floor) may be under 2x SocketPort, so this row only reports.
+    let (tcp, tcpFloor) = (median(socket), median(socketFloor))
+    report.add(
+      ResultRow(
+        suite: "ports", metric: "loopback TCP messages, one in flight", unit: "/s", ours: tcp,
+        cf: socketPortRate, floor: tcpFloor, advantage: socketPortRate.map { tcp / $0 },
+        target: "report", pass: nil,
+        note: String(
+          format: "ours: SocketSource, %.2f of the floor (a bare thread blocked in read); "
+            + "floor/SocketPort = %.2f; ", tcp / tcpFloor, tcpFloor / (socketPortRate ?? .nan))
+          + socketPortNote))
+    let pipelined = try ourPortMessages(options.quick ? 20_000 : 200_000)
+    report.add(
+      ResultRow(
+        suite: "ports", metric: "in-process messages, pipelined", unit: "/s", ours: pipelined,
+        cf: nil, floor: nil, advantage: nil, target: "report", pass: nil,
+        note: "SocketPort on Linux, each in a child process: 20 messages sent back to back: "
+          + "\(burst.summary); 2 messages arriving in one read: \(oneRead.summary); "
+          + "1 message without components: \(bare.summary); over a Unix socket: "
+          + "\(unix.summary)"))
     let (named, raw) = try crossProcessRoundTrips(
       rounds: options.quick ? 3 : 9, seconds: options.quick ? 0.1 : 0.2)
     report.add(

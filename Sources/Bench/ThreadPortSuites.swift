@@ -104,92 +104,120 @@ func ourPortMessages(_ count: Int) throws -> Double {
   return rate
 }
 
-/// Foundation's SocketPort: a local TCP port on a CFRunLoop thread, messages sent from here.
-final class SocketPortReceiver: NSObject, PortDelegate, @unchecked Sendable {
-  let received = Counter()
-  let done = Latch()
-  let expected: Int
-  init(expected: Int) { self.expected = expected }
-  func handle(_ message: PortMessage) {
-    received.add()
-    if received.value == expected { done.signal() }
-  }
-}
-
-func socketPortMessages(_ count: Int, timeout: Double) -> (rate: Double?, note: String) {
-  guard let receivePort = SocketPort(tcpPort: 0) else {
-    return (nil, "SocketPort(tcpPort: 0) returned nil")
-  }
-  let receiver = SocketPortReceiver(expected: count)
-  receivePort.setDelegate(receiver)
-  let ready = Latch()
-  let stopFlag = Counter()
-  let portHandle = CFHandle(object: receivePort)
-  let thread = Thread {
-    RunLoop.current.add(portHandle.object, forMode: .default)
-    ready.signal()
-    while stopFlag.value == 0 {
-      _ = RunLoop.current.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05))
-    }
-  }
-  thread.start()
-  ready.wait()
-  guard let sendPort = SocketPort(remoteWithTCPPort: receivePort.tcpPort, host: "127.0.0.1")
-  else {
-    stopFlag.add()
-    return (nil, "SocketPort(remoteWithTCPPort:host:) returned nil")
-  }
+/// Messages/s through an InProcessPort with one message in flight: the sender waits until
+/// the handler has seen each message before it sends the next (the only way Foundation's
+/// SocketPort delivers on Linux, see FoundationSocketPort.swift). Each message carries one
+/// data component of `socketPortPayload` bytes, as the SocketPort messages do.
+func ourPortMessagesOneInFlight(_ count: Int) throws -> Double {
+  let each = Latch()
+  let port = try InProcessPort(name: "bench", capacity: 1024) { _ in each.signal() }
+  let thread = try OurLoopThread(name: "port") { loop in try port.add(to: loop, mode: .default) }
+  let payload = [UInt8](repeating: 0, count: socketPortPayload)
   let start = nanosNow()
-  var sent = 0
+  for index in 0..<count {
+    try port.send(
+      msgid: UInt32(truncatingIfNeeded: index), components: [payload], before: .now + .seconds(5))
+    each.wait()
+  }
+  let rate = Double(count) / seconds(since: start)
+  port.invalidate()
+  try thread.stop()
+  return rate
+}
+
+/// Messages/s over loopback TCP into a SocketSource on our loop, one message in flight, the
+/// same transport and bytes as SocketPort: a plain blocking socket on the sending thread
+/// writes `socketPortWireSize` bytes; the connection's `onData` counts whole messages.
+func ourSocketMessagesOneInFlight(_ count: Int) throws -> Double {
+  let each = Latch()
+  let connections = GuardedState<[SocketSource]>([])
+  let listener = try SocketSource(listeningOn: .tcp(host: "127.0.0.1", port: 0)) { _, fd in
+    let buffered = GuardedState(0)
+    let connection = SocketSource(
+      connected: fd, ownership: .owned,
+      onData: { _, bytes in
+        let messages = buffered.withLock { total -> Int in
+          total += bytes.count
+          defer { total %= socketPortWireSize }
+          return total / socketPortWireSize
+        }
+        for _ in 0..<messages { each.signal() }
+      })
+    connections.withLock { $0.append(connection) }
+    try? connection.add(to: .current, mode: .default)
+  }
+  let thread = try OurLoopThread(name: "socket") { loop in
+    try listener.add(to: loop, mode: .default)
+  }
+  defer {
+    for connection in connections.withLock({ $0 }) { connection.invalidate() }
+    listener.invalidate()
+    try? thread.stop()
+  }
+  let descriptor = try connectedLoopbackSocket(port: listener.localPort ?? 0)
+  defer { close(descriptor) }
+  return try sendOneAtATime(count, to: descriptor, each: each)
+}
+
+/// The floor of the loopback TCP row: the same bytes read by a bare thread blocked in
+/// `read`, no run loop.
+func floorSocketMessagesOneInFlight(_ count: Int) throws -> Double {
+  let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  defer { close(listener) }
+  var address = loopbackAddress(port: 0)
+  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  let bound = withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      bind(listener, $0, length) == 0 && listen(listener, 1) == 0
+        && getsockname(listener, $0, &length) == 0
+    }
+  }
+  guard bound else { throw RunLoopError.invalidState("cannot listen on loopback") }
+  let descriptor = try connectedLoopbackSocket(port: UInt16(bigEndian: address.sin_port))
+  defer { close(descriptor) }
+  let connection = accept(listener, nil, nil)
+  guard connection >= 0 else { throw RunLoopError.invalidState("accept failed") }
+  let each = Latch()
+  let reader = BareThread {
+    var message = [UInt8](repeating: 0, count: socketPortWireSize)
+    while readFully(connection, &message) { each.signal() }
+  }
+  defer {
+    shutdown(connection, Int32(SHUT_RDWR))
+    reader.join()
+    close(connection)
+  }
+  return try sendOneAtATime(count, to: descriptor, each: each)
+}
+
+/// A blocking TCP socket connected to 127.0.0.1:`port`.
+func connectedLoopbackSocket(port: UInt16) throws -> Int32 {
+  let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  var address = loopbackAddress(port: port)
+  let connected = withUnsafePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+    }
+  }
+  guard connected == 0 else {
+    close(descriptor)
+    throw RunLoopError.invalidState("cannot connect to 127.0.0.1:\(port)")
+  }
+  return descriptor
+}
+
+/// Messages/s of `count` SocketPort-sized writes to `descriptor`, each after `each` was
+/// signalled for the previous one.
+func sendOneAtATime(_ count: Int, to descriptor: Int32, each: Latch) throws -> Double {
+  let message = [UInt8](repeating: 0, count: socketPortWireSize)
+  let start = nanosNow()
   for _ in 0..<count {
-    if sendPort.send(before: Date(timeIntervalSinceNow: 1), components: nil, from: nil, reserved: 0)
-    {
-      sent += 1
+    guard writeFully(descriptor, message) else {
+      throw RunLoopError.invalidState("write to a loopback connection failed")
     }
+    each.wait()
   }
-  let arrived = receiver.done.wait(seconds: timeout)
-  let elapsed = seconds(since: start)
-  stopFlag.add()
-  if !arrived {
-    return (
-      nil,
-      "SocketPort delivered \(receiver.received.value) of \(count) messages (\(sent) sends accepted)"
-        + " within \(Int(timeout)) s"
-    )
-  }
-  return (Double(count) / elapsed, "")
-}
-
-extension SocketPort {
-  fileprivate var tcpPort: UInt16 {
-    address.withUnsafeBytes { bytes in
-      UInt16(bigEndian: bytes.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
-    }
-  }
-}
-
-/// Runs `socketPortMessages` in a child process and reads its result; a crash is reported.
-func socketPortMessagesInChild(_ count: Int) -> (rate: Double?, note: String) {
-  let process = Process()
-  let output = Pipe()
-  process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
-  process.arguments = ["socketport", "\(count)"]
-  process.standardOutput = output
-  process.standardError = FileHandle.nullDevice
-  do { try process.run() } catch { return (nil, "could not start the child: \(error)") }
-  let data = output.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-  if process.terminationReason == .uncaughtSignal {
-    return (
-      nil,
-      "the process crashed (signal \(process.terminationStatus)) while SocketPort delivered "
-        + "\(count) messages: a trap in SocketPort.socketDidReceiveData (Data subscript) in "
-        + "swift-corelibs-foundation"
-    )
-  }
-  if text.hasPrefix("rate "), let rate = Double(text.dropFirst(5)) { return (rate, "") }
-  return (nil, text.hasPrefix("note ") ? String(text.dropFirst(5)) : "no result (\(text))")
+  return Double(count) / seconds(since: start)
 }
 
 /// Runs the thread-memory measurement of one side in a fresh child process.

@@ -72,10 +72,10 @@ func machineDescription() -> [String: String] {
 let arguments = CommandLine.arguments
 if arguments.count == 4, arguments[1] == "serve-named" {
   try serveNamed(directory: arguments[2], name: arguments[3])
-} else if arguments.count == 3, arguments[1] == "socketport" {
+} else if arguments.count == 4, arguments[1] == "socketport" {
   // Foundation's SocketPort runs in a child: on Linux it can bring the process down.
-  let result = socketPortMessages(Int(arguments[2]) ?? 1000, timeout: 10)
-  print(result.rate.map { "rate \($0)" } ?? "note \(result.note)")
+  // `runloop-bench socketport burst 2` and `... no-components 1` reproduce its two defects.
+  print(socketPortChild(mode: arguments[2], count: Int(arguments[3]) ?? 1000))
 } else if arguments.count == 4, arguments[1] == "thread-memory" {
   // Each side in a fresh process: the first threads of a process also pay for malloc arenas.
   let count = Int(arguments[3]) ?? 10
