@@ -53,7 +53,9 @@ public final class LoopTimer: @unchecked Sendable {
   /// path on every load. The cycle it makes with the scheduler's heaps is broken when the
   /// timer leaves them, and at the latest when the loop's thread exits (see
   /// `_TimerSchedulerPlug`).
-  private let attachment = AtomicLazyReference<_TimerScheduler>()
+  /// (The address of the scheduler, owning one retain, or 0. Not `AtomicLazyReference`: its
+  /// methods are generic calls that look its metadata up on every load.)
+  private let attachment = Atomic<UInt>(0)
   // The schedule, guarded by the timer's stripe lock (see `withStripe`) before the timer
   // joins a loop, then by the loop scheduler's lock (and by both while it joins). Those
   // locks already make every access exclusive, so the run-time exclusivity check (a call
@@ -147,6 +149,9 @@ public final class LoopTimer: @unchecked Sendable {
   }
 
   deinit {
+    if let pointer = UnsafeRawPointer(bitPattern: attachment.load(ordering: .acquiring)) {
+      Unmanaged<_TimerScheduler>.fromOpaque(pointer).release()
+    }
     let word = tail.load(ordering: .acquiring)
     if word != 0, word & 1 == 0, let pointer = UnsafeRawPointer(bitPattern: word) {
       Unmanaged<_TimerExtras>.fromOpaque(pointer).release()
@@ -197,7 +202,7 @@ public final class LoopTimer: @unchecked Sendable {
   public var runLoop: EventRunLoop? { scheduler?.loop }
 
   /// The scheduler of the loop the timer joined (kept after that loop's thread exits).
-  var scheduler: _TimerScheduler? { attachment.load() }
+  var scheduler: _TimerScheduler? { attached() }
 
   /// The next scheduled fire date. Setting it reschedules the timer (a repeating timer's grid
   /// starts again from the new date); on an invalid timer, setting it does nothing. While
@@ -243,7 +248,7 @@ public final class LoopTimer: @unchecked Sendable {
     guard markInvalid() else { return }
     // A timer being added on another thread either saw the flag cleared, or attaches under
     // the stripe lock: looking again under that lock finds its scheduler.
-    guard let scheduler = attachment.load() ?? withStripe({ attachment.load() }) else { return }
+    guard let scheduler = attached() ?? withStripe({ attached() }) else { return }
     let unlinked = scheduler.state.withLock { $0.unlinkAll(self) }
     // A loop sleeping with nothing else to wait for should notice its mode is now empty.
     scheduler.wakeIfNeeded(unlinked)
@@ -327,10 +332,10 @@ public final class LoopTimer: @unchecked Sendable {
   private func withScheduleState<Result>(
     _ body: (_ state: inout _SchedulerState, _ attached: Bool) -> Result
   ) -> (Result, _TimerScheduler?) {
-    if let scheduler = attachment.load() { return (locked(scheduler, body), scheduler) }
+    if let scheduler = attached() { return (locked(scheduler, body), scheduler) }
     return withStripe { () -> (Result, _TimerScheduler?) in
       // Attached since the first look (attaching holds this lock).
-      if let scheduler = attachment.load() { return (locked(scheduler, body), scheduler) }
+      if let scheduler = attached() { return (locked(scheduler, body), scheduler) }
       var scratch = _SchedulerState()
       return (body(&scratch, false), nil)
     }
@@ -347,6 +352,24 @@ public final class LoopTimer: @unchecked Sendable {
       }
       return body(&state, true)
     }
+  }
+
+  /// The scheduler the timer joined, if any.
+  @inline(__always)
+  private func attached() -> _TimerScheduler? {
+    guard let pointer = UnsafeRawPointer(bitPattern: attachment.load(ordering: .acquiring)) else {
+      return nil
+    }
+    return Unmanaged<_TimerScheduler>.fromOpaque(pointer).takeUnretainedValue()
+  }
+
+  /// Attaches the timer to `scheduler` unless it is attached already; returns the scheduler
+  /// it is attached to. Call holding the stripe lock.
+  private func attach(_ scheduler: _TimerScheduler) -> _TimerScheduler {
+    if let current = attached() { return current }
+    let bits = UInt(bitPattern: Unmanaged.passRetained(scheduler).toOpaque())
+    attachment.store(bits, ordering: .releasing)
+    return scheduler
   }
 
   /// Joins `scheduler` (the scheduler of `loop`) in `mode`. Returns whether a wake-up
@@ -371,7 +394,7 @@ public final class LoopTimer: @unchecked Sendable {
     func invalid() -> RunLoopError {
       .invalidated("timer '\(name)' is invalid; create a new timer instead")
     }
-    if let owner = attachment.load() {
+    if let owner = attached() {
       guard isValid else { throw invalid() }
       try check(owner)
       // Checked under the lock `invalidate()` unlinks under: either it finds this timer
@@ -383,7 +406,7 @@ public final class LoopTimer: @unchecked Sendable {
     }
     return try withStripe { () throws(RunLoopError) -> Bool in
       guard isValid else { throw invalid() }
-      try check(attachment.storeIfNil(scheduler))
+      try check(attach(scheduler))
       return try scheduler.state.withLock { state throws(RunLoopError) -> Bool in
         try add(&state)
       }
@@ -424,7 +447,17 @@ extension LoopTimer {
   }
 
   /// The timer's extras, if it has them.
-  var extras: _TimerExtras? { Self.extras(in: tail.load(ordering: .relaxed)) }
+  var extras: _TimerExtras? {
+    let word = tail.load(ordering: .relaxed)
+    guard word & 1 == 0, word != 0 else { return nil }
+    return Self.extras(in: word)
+  }
+
+  /// Whether the timer has extras.
+  var hasExtras: Bool {
+    let word = tail.load(ordering: .relaxed)
+    return word & 1 == 0 && word != 0
+  }
 
   /// The timer's extras, made now if it has none (they then take over the interval).
   func ensureExtras() -> _TimerExtras {
@@ -466,7 +499,7 @@ extension LoopTimer {
   var scheduledTolerance: Duration {
     get { extras?.tolerance ?? .zero }
     set {
-      guard newValue != .zero || extras != nil else { return }
+      guard newValue != .zero || hasExtras else { return }
       ensureExtras().tolerance = newValue
     }
   }
@@ -475,7 +508,7 @@ extension LoopTimer {
   var suspendedRemaining: Duration? {
     get { extras?.suspendedRemaining }
     set {
-      guard newValue != nil || extras != nil else { return }
+      guard newValue != nil || hasExtras else { return }
       ensureExtras().suspendedRemaining = newValue
     }
   }
@@ -493,7 +526,7 @@ extension LoopTimer {
   // are the extras' `rest`.
 
   /// One past the last slot position.
-  var slotEnd: Int { 1 + (extras?.rest.count ?? 0) }
+  var slotEnd: Int { hasExtras ? 1 + (extras?.rest.count ?? 0) : 1 }
 
   /// The slot at `position`, `nil` for an unused inline slot.
   func slot(at position: Int) -> _TimerSlot? {
@@ -514,7 +547,7 @@ extension LoopTimer {
     firstFireIndex = Int32(slot.fireIndex)
     firstFlags = (slot.active ? Self.activeFlag : 0) | (slot.tolerant ? Self.tolerantFlag : 0)
     // Only a timer with a tolerance, which has extras, has a wake node.
-    if slot.wakeIndex >= 0 || extras != nil {
+    if slot.wakeIndex >= 0 || hasExtras {
       ensureExtras().firstWakeIndex = Int32(slot.wakeIndex)
     }
   }
@@ -522,7 +555,9 @@ extension LoopTimer {
   /// The position of the slot for the mode key at `heapIndex`, if the timer has one.
   func slotPosition(ofHeap heapIndex: Int) -> Int? {
     if firstHeap != Self.noHeap, Int(firstHeap) == heapIndex { return 0 }
-    return extras?.rest.firstIndex { $0.heapIndex == heapIndex }.map { $0 + 1 }
+    guard hasExtras, let rest = extras?.rest else { return nil }
+    for index in rest.indices where rest[index].heapIndex == heapIndex { return index + 1 }
+    return nil
   }
 
   /// Adds a slot (for a mode key the timer has none for); returns its position.

@@ -391,7 +391,7 @@ struct _SchedulerState {
   /// Moves `timer`'s nodes after its key changed. Allocates nothing.
   private mutating func reposition(_ timer: LoopTimer) {
     // The usual timer: one mode key, no tolerance, no extras.
-    if timer.firstHeap != LoopTimer.noHeap, timer.extras == nil {
+    if timer.firstHeap != LoopTimer.noHeap, !timer.hasExtras {
       let fireIndex = Int(timer.firstFireIndex)
       if fireIndex >= 0 { heaps[Int(timer.firstHeap)].exact.restore(at: fireIndex) }
       return
