@@ -35,18 +35,12 @@ import Synchronization
 /// ``invalidate()`` still completes.
 public final class LoopTimer: @unchecked Sendable {
   // Layout: 16 bytes of object header and 72 of fields, 88 bytes in all (a 96-byte block of
-  // malloc's), in declaration order. What most timers never use lives in a `_TimerExtras`
-  // made on first use (see there). Keep new fields out of here unless every timer needs them:
-  // 8 more bytes make the block 112.
+  // malloc's), in declaration order. The fields the heaps and cancellation touch come first,
+  // next to the header's reference count, so that they share its cache line; the name and
+  // handler, read only to fire, come last. What most timers never use lives in a
+  // `_TimerExtras` made on first use (see there). Keep new fields out of here unless every
+  // timer needs them: 8 more bytes make the block 112.
 
-  /// The timer's name in traces (call-out records carry it).
-  ///
-  /// ```swift
-  /// let heartbeat = try LoopTimer(fireAt: .now, every: .seconds(1), name: "heartbeat") { _ in }
-  /// print(heartbeat.name)  // "heartbeat"
-  /// ```
-  public let name: String
-  let handler: @Sendable (LoopTimer) -> Void
   /// The scheduler of the loop the timer joined, set once by the first add and kept for
   /// life (so the timer never joins a second loop). A strong reference: the scheduler has no
   /// side table, so loading it costs a plain retain, where a weak reference took the slow
@@ -80,6 +74,14 @@ public final class LoopTimer: @unchecked Sendable {
   /// one retain of and which then holds the interval. Written under the schedule's locks,
   /// published with release ordering so that ``interval`` can read it without a lock.
   private let tail: Atomic<UInt>
+  /// The timer's name in traces (call-out records carry it).
+  ///
+  /// ```swift
+  /// let heartbeat = try LoopTimer(fireAt: .now, every: .seconds(1), name: "heartbeat") { _ in }
+  /// print(heartbeat.name)  // "heartbeat"
+  /// ```
+  public let name: String
+  let handler: @Sendable (LoopTimer) -> Void
 
   static let noHeap: UInt16 = .max
   static let activeFlag: UInt8 = 1

@@ -120,9 +120,10 @@ final class _TimerScheduler: @unchecked Sendable {
   func wakeIfNeeded(_ earlier: Bool) {
     // On the loop's thread (known without loading the weak reference when the thread has
     // cached its scheduler), the loop asks again before it next sleeps.
-    guard earlier, Self.cachedForCurrentThread() !== self, let loop, !loop.isCurrent else {
-      return
-    }
+    guard earlier,
+      pthread_getspecific(schedulerCacheKey) != Unmanaged.passUnretained(self).toOpaque(),
+      let loop, !loop.isCurrent
+    else { return }
     loop.wakeUp()
   }
 
