@@ -265,6 +265,12 @@ struct _SchedulerState {
   mutating func add(_ timer: LoopTimer, to mode: LoopMode) -> Bool {
     if timer.sequence == 0 { timer.sequence = takeSequence() }
     let heapIndex = heapIndex(for: mode)
+    // The usual timer (first mode, no extras): straight into the inline slot.
+    if timer.firstHeap == LoopTimer.noHeap, !timer.hasExtras, heapIndex < LoopTimer.noHeap {
+      timer.firstHeap = UInt16(heapIndex)
+      timer.firstFlags = LoopTimer.activeFlag
+      return link(timer, slot: 0, heapIndex: heapIndex)
+    }
     let position: Int
     if let existing = timer.slotPosition(ofHeap: heapIndex), var slot = timer.slot(at: existing) {
       guard !slot.active else { return false }
@@ -283,6 +289,11 @@ struct _SchedulerState {
   private mutating func link(_ timer: LoopTimer, slot position: Int, heapIndex: Int) -> Bool {
     let before = heaps[heapIndex].wakeTop
     let node = _TimerHeapNode(timer: timer, order: .wake)
+    // A timer without extras has never had a tolerance: its inline slot is not tolerant.
+    if position == 0, !timer.hasExtras {
+      heaps[heapIndex].exact.insert(node)
+      return before.map { node.date < $0 } ?? true
+    }
     let tolerant = timer.scheduledTolerance > .zero
     if var slot = timer.slot(at: position), slot.tolerant != tolerant {
       slot.tolerant = tolerant
@@ -317,6 +328,13 @@ struct _SchedulerState {
   @discardableResult
   mutating func unlinkAll(_ timer: LoopTimer) -> Bool {
     guard !exited else { return false }
+    // The usual timer: one node, in the exact heap of its inline slot's mode key.
+    if !timer.hasExtras {
+      let fireIndex = Int(timer.firstFireIndex)
+      guard timer.firstHeap != LoopTimer.noHeap, fireIndex >= 0 else { return false }
+      heaps[Int(timer.firstHeap)].exact.remove(at: fireIndex)
+      return true
+    }
     var unlinked = false
     for position in 0..<timer.slotEnd where unlink(timer, slot: position) { unlinked = true }
     return unlinked
