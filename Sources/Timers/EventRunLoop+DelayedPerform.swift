@@ -28,7 +28,8 @@ extension EventRunLoop {
     name: String = "delayedPerform", _ block: @escaping @Sendable () -> Void
   ) -> DelayedPerform {
     // A one-shot timer never throws at creation. The handler finds the scheduler through
-    // the timer's weak link: capturing it would make a cycle (scheduler, timer, handler).
+    // the timer: capturing it would make a cycle (scheduler, timer, handler) that nothing
+    // breaks if the request never runs.
     let timer = try! LoopTimer(fireAt: .now + delay, name: name) { timer in
       if let key { timer.scheduler?.forget(timer, key: key) }
       block()
@@ -38,7 +39,13 @@ extension EventRunLoop {
       timer.invalidate()
       return request
     }
-    if let key { scheduler.state.withLock { $0.delayedByKey[key, default: []].append(timer) } }
+    if let key {
+      // Not after the scheduler shut down: nothing would ever take the timer out again.
+      scheduler.state.withLock { state in
+        guard !state.exited else { return }
+        state.delayedByKey[key, default: []].append(timer)
+      }
+    }
     do {
       try add(timer, modes: modes)
     } catch {

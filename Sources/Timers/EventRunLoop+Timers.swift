@@ -19,26 +19,11 @@ extension EventRunLoop {
   ///   (or a one-shot timer already fired), ``RunLoopCore/RunLoopError/Code/loopThreadExited``
   ///   when this loop's thread has exited.
   public func add(_ timer: LoopTimer, mode: LoopMode) throws(RunLoopError) {
-    // Built only when thrown: describing the loop costs more than adding the timer.
-    func exited() -> RunLoopError {
-      .loopThreadExited("\(self)'s thread has exited; timer '\(timer.name)' would never fire")
+    guard let scheduler = _TimerScheduler.of(self) else {
+      // Built only when thrown: describing the loop costs more than adding the timer.
+      throw .loopThreadExited("\(self)'s thread has exited; timer '\(timer.name)' would never fire")
     }
-    guard let scheduler = _TimerScheduler.of(self) else { throw exited() }
-    let earlier = try timer.withLink { link throws(RunLoopError) -> Bool in
-      guard timer.isValid else {
-        throw .invalidated("timer '\(timer.name)' is invalid; create a new timer instead")
-      }
-      if let owner = link.loopID, link.scheduler !== scheduler {
-        // Its scheduler is gone only once its loop's thread has exited.
-        guard owner != id else { throw exited() }
-        let other = link.loop.map { "\($0)" } ?? "a loop that no longer exists"
-        throw .alreadyInUse("timer '\(timer.name)' belongs to \(other); it cannot join \(self)")
-      }
-      link.scheduler = scheduler
-      link.loop = self
-      link.loopID = id
-      return scheduler.state.withLock { $0.add(timer, to: mode) }
-    }
+    let earlier = try timer.join(scheduler, loop: self, mode: mode)
     scheduler.wakeIfNeeded(earlier)
   }
 
@@ -60,13 +45,10 @@ extension EventRunLoop {
   /// loop.remove(timer, mode: "tracking")
   /// ```
   public func remove(_ timer: LoopTimer, mode: LoopMode) {
-    let scheduler = timer.withLink { link -> _TimerScheduler? in
-      guard let scheduler = link.scheduler, link.loopID == id,
-        scheduler.state.withLock({ $0.remove(timer, from: mode) })
-      else { return nil }
-      return scheduler
-    }
-    scheduler?.wakeIfNeeded(true)
+    guard let scheduler = timer.scheduler, scheduler.loopID == id,
+      scheduler.state.withLock({ $0.remove(timer, from: mode) })
+    else { return }
+    scheduler.wakeIfNeeded(true)
   }
 
   /// Whether `timer` is in `mode` of this loop, directly (not through `.common`).
@@ -75,12 +57,11 @@ extension EventRunLoop {
   /// #expect(loop.contains(timer, mode: .default))
   /// ```
   public func contains(_ timer: LoopTimer, mode: LoopMode) -> Bool {
-    timer.withLink { link in
-      guard let scheduler = link.scheduler, link.loopID == id else { return false }
-      return scheduler.state.withLock { state in
-        guard let index = state.heapIndexByMode[mode] else { return false }
-        return timer.entry.slots.contains { $0.heapIndex == index && $0.active }
-      }
+    guard let scheduler = timer.scheduler, scheduler.loopID == id else { return false }
+    return scheduler.state.withLock { state in
+      guard let index = state.index(of: mode), let position = timer.slotPosition(ofHeap: index)
+      else { return false }
+      return timer.slot(at: position)?.active ?? false
     }
   }
 }

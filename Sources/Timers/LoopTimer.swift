@@ -34,6 +34,46 @@ import Synchronization
 /// handler runs. A call-out that has already begun when another thread calls
 /// ``invalidate()`` still completes.
 public final class LoopTimer: @unchecked Sendable {
+  // Layout: 16 bytes of object header and 72 of fields, 88 bytes in all (a 96-byte block of
+  // malloc's), in declaration order. The fields the heaps and cancellation touch come first,
+  // next to the header's reference count, so that they share its cache line; the name and
+  // handler, read only to fire, come last. What most timers never use lives in a
+  // `_TimerExtras` made on first use (see there). Keep new fields out of here unless every
+  // timer needs them: 8 more bytes make the block 112.
+
+  /// The scheduler of the loop the timer joined, set once by the first add and kept for
+  /// life (so the timer never joins a second loop). A strong reference: the scheduler has no
+  /// side table, so loading it costs a plain retain, where a weak reference took the slow
+  /// path on every load. The cycle it makes with the scheduler's heaps is broken when the
+  /// timer leaves them, and at the latest when the loop's thread exits (see
+  /// `_TimerSchedulerPlug`).
+  /// (The address of the scheduler, owning one retain, or 0. Not `AtomicLazyReference`: its
+  /// methods are generic calls that look its metadata up on every load.)
+  private let attachment = Atomic<UInt>(0)
+  // The schedule, guarded by the timer's stripe lock (see `withStripe`) before the timer
+  // joins a loop, then by the loop scheduler's lock (and by both while it joins). Those
+  // locks already make every access exclusive, so the run-time exclusivity check (a call
+  // per access on the heaps' hot path) is off.
+  /// The fire date's key: nanoseconds from ``_TimerClock/origin``, rounded up (exact unless
+  /// the extras hold `exactFireOffset`).
+  @exclusivity(unchecked) var fireKey: Int64
+  /// Insertion sequence: breaks ties of equal deadlines so that they fire in the order they
+  /// were scheduled. Renewed whenever the fire date changes; 0 until first scheduled.
+  @exclusivity(unchecked) var sequence: UInt64 = 0
+  /// The inline slot (the timer's first mode key): its position in the exact or fire heap.
+  @exclusivity(unchecked) var firstFireIndex: Int32 = -1
+  /// The inline slot's mode key (its position in the scheduler's table), `noHeap` when the
+  /// inline slot is unused.
+  @exclusivity(unchecked) var firstHeap: UInt16 = LoopTimer.noHeap
+  /// The inline slot's flags: `activeFlag`, `tolerantFlag`.
+  @exclusivity(unchecked) var firstFlags: UInt8 = 0
+  private let valid = Atomic<Bool>(true)
+  /// The interval or the extras, in one word: 0 for a one-shot timer without extras;
+  /// `nanoseconds << 1 | 1` for a repeating one without extras (intervals of whole
+  /// nanoseconds below 2^62); else the address of the `_TimerExtras`, which this word owns
+  /// one retain of and which then holds the interval. Written under the schedule's locks,
+  /// published with release ordering so that ``interval`` can read it without a lock.
+  private let tail: Atomic<UInt>
   /// The timer's name in traces (call-out records carry it).
   ///
   /// ```swift
@@ -41,40 +81,27 @@ public final class LoopTimer: @unchecked Sendable {
   /// print(heartbeat.name)  // "heartbeat"
   /// ```
   public let name: String
-  /// The repeat interval, or `nil` for a one-shot timer.
-  ///
-  /// ```swift
-  /// if let interval = timer.interval { print("every \(interval)") }
-  /// ```
-  public let interval: Duration?
-
   let handler: @Sendable (LoopTimer) -> Void
-  // Guarded by `link` before the timer joins a loop, then by `link` and the loop
-  // scheduler's lock (see `_TimerEntry`). Those locks already make every access exclusive,
-  // so the run-time exclusivity check (a call per access on the heaps' hot path) is off.
-  @exclusivity(unchecked) var entry: _TimerEntry
-  private let valid = Atomic<Bool>(true)
-  // Guarded by the timer's stripe of `linkLocks` (see `withLink`): the loop the timer
-  // belongs to, set once.
-  private var link = _TimerLink()
 
-  /// The locks guarding timers' links, shared by stripe (picked by the timer's address). A
-  /// `GuardedState` per timer would be an object and a separately allocated mutex, about a
-  /// quarter of a scheduled timer's memory; a timer's link is locked only briefly and never
-  /// together with another timer's, so sharing a lock costs no deadlock and little
-  /// contention. (The guarded `Int` is unused: the lock guards `link`, which must live in
-  /// the timer.)
-  private static let linkLocks = (0..<64).map { _ in GuardedState(0) }
+  static let noHeap: UInt16 = .max
+  static let activeFlag: UInt8 = 1
+  static let tolerantFlag: UInt8 = 2
 
-  /// Runs `body` holding the timer's link lock, with its link.
-  func withLink<Result, Failure: Error>(
-    _ body: (inout _TimerLink) throws(Failure) -> Result
+  /// The locks guarding detached timers' schedules and the step that attaches a timer to a
+  /// loop, shared by stripe (picked by the timer's address). A `GuardedState` per timer
+  /// would be an object and a separately allocated mutex, more than a timer's own size; a
+  /// stripe is locked only briefly and never together with another stripe, so sharing one
+  /// costs no deadlock and little contention. (The guarded `Int` is unused: the lock guards
+  /// fields that must live in the timer.)
+  private static let stripeLocks = (0..<64).map { _ in GuardedState(0) }
+
+  /// Runs `body` holding the timer's stripe lock.
+  func withStripe<Result, Failure: Error>(
+    _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
     let address = UInt(bitPattern: ObjectIdentifier(self).hashValue)
     let stripe = Int(truncatingIfNeeded: (address >> 5) ^ (address >> 11)) & 63
-    return try Self.linkLocks[stripe].withLock { _ throws(Failure) -> Result in
-      try body(&link)
-    }
+    return try Self.stripeLocks[stripe].withLock { _ throws(Failure) -> Result in try body() }
   }
 
   /// Creates a timer that first fires at `fireAt` and then, if `interval` is given, every
@@ -105,10 +132,32 @@ public final class LoopTimer: @unchecked Sendable {
       throw .invalidArgument("a repeating timer needs a positive interval, not \(interval)")
     }
     self.name = name
-    self.interval = interval
     self.handler = handler
-    self.entry = _TimerEntry(
-      fireDate: fireAt, tolerance: Self.clamped(tolerance, interval: interval))
+    let offset = _TimerClock.offset(of: fireAt)
+    let (key, exact) = _TimerClock.key(of: offset)
+    self.fireKey = key
+    let tolerance = Self.clamped(tolerance, interval: interval)
+    var word: UInt = 0
+    if let interval, let nanoseconds = _TimerClock.smallNanoseconds(interval) {
+      word = UInt(nanoseconds) << 1 | 1
+    }
+    if !exact || tolerance > .zero || (interval != nil && word == 0) {
+      let extras = _TimerExtras(interval: interval)
+      extras.tolerance = tolerance
+      if !exact { extras.exactFireOffset = offset }
+      word = UInt(bitPattern: Unmanaged.passRetained(extras).toOpaque())
+    }
+    self.tail = Atomic(word)
+  }
+
+  deinit {
+    if let pointer = UnsafeRawPointer(bitPattern: attachment.load(ordering: .acquiring)) {
+      Unmanaged<_TimerScheduler>.fromOpaque(pointer).release()
+    }
+    let word = tail.load(ordering: .acquiring)
+    if word != 0, word & 1 == 0, let pointer = UnsafeRawPointer(bitPattern: word) {
+      Unmanaged<_TimerExtras>.fromOpaque(pointer).release()
+    }
   }
 
   /// `tolerance` made valid: at least zero and, for a repeating timer, at most half the
@@ -118,6 +167,17 @@ public final class LoopTimer: @unchecked Sendable {
     let tolerance = max(tolerance, .zero)
     guard let interval else { return tolerance }
     return min(tolerance, interval / 2)
+  }
+
+  /// The repeat interval, or `nil` for a one-shot timer.
+  ///
+  /// ```swift
+  /// if let interval = timer.interval { print("every \(interval)") }
+  /// ```
+  public var interval: Duration? {
+    let word = tail.load(ordering: .acquiring)
+    if word & 1 == 1 { return .nanoseconds(Int64(word >> 1)) }
+    return Self.extras(in: word)?.interval
   }
 
   /// Whether the timer repeats.
@@ -141,10 +201,10 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```swift
   /// assert(timer.runLoop === EventRunLoop.current)
   /// ```
-  public var runLoop: EventRunLoop? { withLink { $0.loop } }
+  public var runLoop: EventRunLoop? { scheduler?.loop }
 
-  /// The scheduler of the timer's loop, while the loop's thread runs.
-  var scheduler: _TimerScheduler? { withLink { $0.scheduler } }
+  /// The scheduler of the loop the timer joined (kept after that loop's thread exits).
+  var scheduler: _TimerScheduler? { attached() }
 
   /// The next scheduled fire date. Setting it reschedules the timer (a repeating timer's grid
   /// starts again from the new date); on an invalid timer, setting it does nothing. While
@@ -154,7 +214,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// timer.fireDate = .now + .seconds(5)  // postpone
   /// ```
   public var fireDate: ContinuousClock.Instant {
-    get { withEntry { $0.fireDate } }
+    get { withScheduleState { _, _ in scheduledFireDate }.0 }
     set { _ = reschedule(fireDate: newValue, tolerance: nil) }
   }
 
@@ -168,7 +228,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// timer.tolerance = .milliseconds(50)  // 10% of a 500 ms interval
   /// ```
   public var tolerance: Duration {
-    get { withEntry { $0.tolerance } }
+    get { withScheduleState { _, _ in scheduledTolerance }.0 }
     set { _ = reschedule(fireDate: nil, tolerance: Self.clamped(newValue, interval: interval)) }
   }
 
@@ -177,7 +237,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```swift
   /// timer.isSuspended ? timer.resume() : timer.suspend()
   /// ```
-  public var isSuspended: Bool { withEntry { $0.suspendedRemaining != nil } }
+  public var isSuspended: Bool { withScheduleState { _, _ in suspendedRemaining != nil }.0 }
 
   /// Stops the timer for good and takes it out of its loop. Safe from any thread; calling it
   /// again does nothing. A call-out that has already begun on the loop's thread completes.
@@ -188,14 +248,12 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```
   public func invalidate() {
     guard markInvalid() else { return }
-    // One load of the weak reference: each costs a trip through the scheduler's side table.
-    let scheduler = withLink { link -> _TimerScheduler? in
-      let scheduler = link.scheduler
-      scheduler?.state.withLock { $0.unlinkAll(self) }
-      return scheduler
-    }
+    // A timer being added on another thread either saw the flag cleared, or attaches under
+    // the stripe lock: looking again under that lock finds its scheduler.
+    guard let scheduler = attached() ?? withStripe({ attached() }) else { return }
+    let unlinked = scheduler.state.withLock { $0.unlinkAll(self) }
     // A loop sleeping with nothing else to wait for should notice its mode is now empty.
-    scheduler?.wakeIfNeeded(true)
+    scheduler.wakeIfNeeded(unlinked)
   }
 
   /// Calls the handler now, on the calling thread, without changing a repeating timer's
@@ -207,7 +265,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```
   public func fire() {
     guard isValid else { return }
-    if interval == nil { invalidate() }
+    if !repeats { invalidate() }
     if let loop = runLoop, loop.isCurrent {
       loop.withCallout(.timer, name: name, dueAt: nil) { handler(self) }
     } else {
@@ -229,11 +287,10 @@ public final class LoopTimer: @unchecked Sendable {
     guard isValid else { return }
     let now = ContinuousClock.now
     let (unlinked, scheduler) = withScheduleState { state, attached -> Bool in
-      guard entry.suspendedRemaining == nil else { return false }
-      entry.suspendedRemaining = max(.zero, entry.fireDate - now)
+      guard suspendedRemaining == nil else { return false }
+      suspendedRemaining = max(.zero, scheduledFireDate - now)
       guard attached else { return false }
-      state.unlinkAll(self)
-      return true
+      return state.unlinkAll(self)
     }
     // The mode may now be empty: a sleeping loop should notice.
     scheduler?.wakeIfNeeded(unlinked)
@@ -252,11 +309,11 @@ public final class LoopTimer: @unchecked Sendable {
     let (earlier, scheduler) = withScheduleState { state, attached -> Bool in
       // Invalidated since the check above: `invalidate()` clears the flag before it takes
       // the locks, so either it unlinks after this, or this sees the flag cleared.
-      guard isValid, let remaining = entry.suspendedRemaining else { return false }
-      entry.suspendedRemaining = nil
-      entry.fireDate = now + remaining
+      guard isValid, let remaining = suspendedRemaining else { return false }
+      suspendedRemaining = nil
+      scheduledFireDate = now + remaining
       guard attached else { return false }
-      entry.sequence = state.takeSequence()
+      sequence = state.takeSequence()
       return state.relink(self)
     }
     scheduler?.wakeIfNeeded(earlier)
@@ -269,26 +326,92 @@ public final class LoopTimer: @unchecked Sendable {
     valid.exchange(false, ordering: .acquiringAndReleasing)
   }
 
-  /// Reads the entry under the right locks.
-  private func withEntry<Result>(_ body: (_TimerEntry) -> Result) -> Result {
-    withScheduleState { _, _ in body(entry) }.0
-  }
-
-  /// Runs `body` holding `link` and, once the timer belongs to a loop, that loop's
-  /// scheduler lock; `attached` tells which (a detached timer gets an empty scratch state).
-  /// Returns the scheduler too. A timer whose loop's thread has exited (its scheduler is
-  /// gone) is invalidated first: it can never fire again.
+  /// Runs `body` holding the lock that guards the schedule: the scheduler's once the timer
+  /// belongs to a loop (`attached` is then `true`), else the timer's stripe lock (and
+  /// `state` is an empty scratch state). Returns the scheduler too. A timer whose loop's
+  /// thread has exited is invalidated first (it can never fire again) and is not attached.
   @discardableResult
   private func withScheduleState<Result>(
     _ body: (_ state: inout _SchedulerState, _ attached: Bool) -> Result
   ) -> (Result, _TimerScheduler?) {
-    withLink { link -> (Result, _TimerScheduler?) in
-      guard let scheduler = link.scheduler else {
-        if link.loopID != nil { _ = markInvalid() }
-        var scratch = _SchedulerState()
-        return (body(&scratch, false), nil)
+    if let scheduler = attached() { return (locked(scheduler, body), scheduler) }
+    return withStripe { () -> (Result, _TimerScheduler?) in
+      // Attached since the first look (attaching holds this lock).
+      if let scheduler = attached() { return (locked(scheduler, body), scheduler) }
+      var scratch = _SchedulerState()
+      return (body(&scratch, false), nil)
+    }
+  }
+
+  private func locked<Result>(
+    _ scheduler: _TimerScheduler,
+    _ body: (_ state: inout _SchedulerState, _ attached: Bool) -> Result
+  ) -> Result {
+    scheduler.state.withLock { state in
+      guard !state.exited else {
+        _ = markInvalid()
+        return body(&state, false)
       }
-      return (scheduler.state.withLock { body(&$0, true) }, scheduler)
+      return body(&state, true)
+    }
+  }
+
+  /// The scheduler the timer joined, if any.
+  @inline(__always)
+  private func attached() -> _TimerScheduler? {
+    guard let pointer = UnsafeRawPointer(bitPattern: attachment.load(ordering: .acquiring)) else {
+      return nil
+    }
+    return Unmanaged<_TimerScheduler>.fromOpaque(pointer).takeUnretainedValue()
+  }
+
+  /// Attaches the timer to `scheduler` unless it is attached already; returns the scheduler
+  /// it is attached to. Call holding the stripe lock.
+  private func attach(_ scheduler: _TimerScheduler) -> _TimerScheduler {
+    if let current = attached() { return current }
+    let bits = UInt(bitPattern: Unmanaged.passRetained(scheduler).toOpaque())
+    attachment.store(bits, ordering: .releasing)
+    return scheduler
+  }
+
+  /// Joins `scheduler` (the scheduler of `loop`) in `mode`. Returns whether a wake-up
+  /// deadline moved earlier.
+  func join(_ scheduler: _TimerScheduler, loop: EventRunLoop, mode: LoopMode)
+    throws(RunLoopError) -> Bool
+  {
+    func exited() -> RunLoopError {
+      .loopThreadExited("\(loop)'s thread has exited; timer '\(name)' would never fire")
+    }
+    func add(_ state: inout _SchedulerState) throws(RunLoopError) -> Bool {
+      guard !state.exited else { throw exited() }
+      return state.add(self, to: mode)
+    }
+    func check(_ owner: _TimerScheduler) throws(RunLoopError) {
+      guard owner !== scheduler else { return }
+      // A loop has one scheduler: another one is another loop's.
+      guard owner.loopID != loop.id else { throw exited() }
+      let other = owner.loop.map { "\($0)" } ?? "a loop that no longer exists"
+      throw .alreadyInUse("timer '\(name)' belongs to \(other); it cannot join \(loop)")
+    }
+    func invalid() -> RunLoopError {
+      .invalidated("timer '\(name)' is invalid; create a new timer instead")
+    }
+    if let owner = attached() {
+      guard isValid else { throw invalid() }
+      try check(owner)
+      // Checked under the lock `invalidate()` unlinks under: either it finds this timer
+      // linked, or this sees the flag cleared.
+      return try scheduler.state.withLock { state throws(RunLoopError) -> Bool in
+        guard isValid else { throw invalid() }
+        return try add(&state)
+      }
+    }
+    return try withStripe { () throws(RunLoopError) -> Bool in
+      guard isValid else { throw invalid() }
+      try check(attach(scheduler))
+      return try scheduler.state.withLock { state throws(RunLoopError) -> Bool in
+        try add(&state)
+      }
     }
   }
 
@@ -299,17 +422,14 @@ public final class LoopTimer: @unchecked Sendable {
     let now = ContinuousClock.now
     let ((changed, earlier), scheduler) = withScheduleState { state, attached -> (Bool, Bool) in
       guard isValid else { return (false, false) }
-      let newDate = fireDate ?? entry.fireDate
-      let newTolerance = tolerance ?? entry.tolerance
-      if entry.suspendedRemaining != nil {
-        if let fireDate { entry.suspendedRemaining = max(.zero, fireDate - now) }
-        entry.fireDate = newDate
-        entry.tolerance = newTolerance
-        return (true, false)
-      }
-      guard attached else {
-        entry.fireDate = newDate
-        entry.tolerance = newTolerance
+      let newDate = fireDate ?? scheduledFireDate
+      let newTolerance = tolerance ?? scheduledTolerance
+      guard attached, suspendedRemaining == nil else {
+        if let fireDate, suspendedRemaining != nil {
+          suspendedRemaining = max(.zero, fireDate - now)
+        }
+        scheduledFireDate = newDate
+        scheduledTolerance = newTolerance
         return (true, false)
       }
       return (true, state.reschedule(self, fireDate: newDate, tolerance: newTolerance))
@@ -319,11 +439,165 @@ public final class LoopTimer: @unchecked Sendable {
   }
 }
 
-/// Which loop a timer belongs to, guarded by the timer's link lock (`LoopTimer.withLink`). The references are weak: the
-/// scheduler holds the timer, and the loop holds the scheduler until its thread exits. The
-/// loop's id stays, so a timer never joins a second loop, even once the first is gone.
-struct _TimerLink {
-  weak var scheduler: _TimerScheduler?
-  weak var loop: EventRunLoop?
-  var loopID: UInt64?
+// MARK: The schedule's storage (every member: with the schedule's lock held)
+
+extension LoopTimer {
+  /// The extras in `word`, if it holds their address.
+  static func extras(in word: UInt) -> _TimerExtras? {
+    guard word & 1 == 0, let pointer = UnsafeRawPointer(bitPattern: word) else { return nil }
+    return Unmanaged<_TimerExtras>.fromOpaque(pointer).takeUnretainedValue()
+  }
+
+  /// The timer's extras, if it has them.
+  var extras: _TimerExtras? {
+    let word = tail.load(ordering: .relaxed)
+    guard word & 1 == 0, word != 0 else { return nil }
+    return Self.extras(in: word)
+  }
+
+  /// Whether the timer has extras.
+  var hasExtras: Bool {
+    let word = tail.load(ordering: .relaxed)
+    return word & 1 == 0 && word != 0
+  }
+
+  /// The timer's extras, made now if it has none (they then take over the interval).
+  func ensureExtras() -> _TimerExtras {
+    let word = tail.load(ordering: .relaxed)
+    if let extras = Self.extras(in: word) { return extras }
+    let extras = _TimerExtras(
+      interval: word & 1 == 1 ? .nanoseconds(Int64(word >> 1)) : nil)
+    tail.store(UInt(bitPattern: Unmanaged.passRetained(extras).toOpaque()), ordering: .releasing)
+    return extras
+  }
+
+  /// The interval in nanoseconds when the timer's word holds it (no extras).
+  var inlineIntervalNanoseconds: Int64? {
+    let word = tail.load(ordering: .relaxed)
+    return word & 1 == 1 ? Int64(word >> 1) : nil
+  }
+
+  /// The fire date as an offset from ``_TimerClock/origin``, exactly.
+  var fireOffset: Duration {
+    get { extras?.exactFireOffset ?? .nanoseconds(fireKey) }
+    set {
+      let (key, exact) = _TimerClock.key(of: newValue)
+      fireKey = key
+      if !exact {
+        ensureExtras().exactFireOffset = newValue
+      } else if let extras {
+        extras.exactFireOffset = nil
+      }
+    }
+  }
+
+  /// The next scheduled fire date (the grid point, never the actual firing time).
+  var scheduledFireDate: ContinuousClock.Instant {
+    get { _TimerClock.instant(at: fireOffset) }
+    set { fireOffset = _TimerClock.offset(of: newValue) }
+  }
+
+  /// How late the timer may fire; never negative.
+  var scheduledTolerance: Duration {
+    get { extras?.tolerance ?? .zero }
+    set {
+      guard newValue != .zero || hasExtras else { return }
+      ensureExtras().tolerance = newValue
+    }
+  }
+
+  /// Time left when suspended; `nil` while running.
+  var suspendedRemaining: Duration? {
+    get { extras?.suspendedRemaining }
+    set {
+      guard newValue != nil || hasExtras else { return }
+      ensureExtras().suspendedRemaining = newValue
+    }
+  }
+
+  /// The key of the timer in a heap of `order`: its fire date's, or for the wake order the
+  /// end of its tolerance window (rounded down, so the loop never wakes after the window,
+  /// and never before the fire date's key).
+  func heapKey(_ order: _TimerHeapOrder) -> Int64 {
+    guard order == .wake, let extras, extras.tolerance > .zero else { return fireKey }
+    let end = _TimerClock.key(of: fireOffset + extras.tolerance, roundingUp: false).key
+    return max(fireKey, end)
+  }
+
+  // Slots: position 0 is the inline one (in use when `firstHeap != noHeap`), positions 1...
+  // are the extras' `rest`.
+
+  /// One past the last slot position.
+  var slotEnd: Int { hasExtras ? 1 + (extras?.rest.count ?? 0) : 1 }
+
+  /// The slot at `position`, `nil` for an unused inline slot.
+  func slot(at position: Int) -> _TimerSlot? {
+    guard position == 0 else { return extras?.rest[position - 1] }
+    guard firstHeap != Self.noHeap else { return nil }
+    return _TimerSlot(
+      heapIndex: Int(firstHeap), active: firstFlags & Self.activeFlag != 0,
+      fireIndex: Int(firstFireIndex), wakeIndex: Int(extras?.firstWakeIndex ?? -1),
+      tolerant: firstFlags & Self.tolerantFlag != 0)
+  }
+
+  /// Replaces the slot at `position` (a slot of the same mode key).
+  func setSlot(_ slot: _TimerSlot, at position: Int) {
+    guard position == 0 else {
+      ensureExtras().rest[position - 1] = slot
+      return
+    }
+    firstFireIndex = Int32(slot.fireIndex)
+    firstFlags = (slot.active ? Self.activeFlag : 0) | (slot.tolerant ? Self.tolerantFlag : 0)
+    // Only a timer with a tolerance, which has extras, has a wake node.
+    if slot.wakeIndex >= 0 || hasExtras {
+      ensureExtras().firstWakeIndex = Int32(slot.wakeIndex)
+    }
+  }
+
+  /// The position of the slot for the mode key at `heapIndex`, if the timer has one.
+  func slotPosition(ofHeap heapIndex: Int) -> Int? {
+    if firstHeap != Self.noHeap, Int(firstHeap) == heapIndex { return 0 }
+    guard hasExtras, let rest = extras?.rest else { return nil }
+    for index in rest.indices where rest[index].heapIndex == heapIndex { return index + 1 }
+    return nil
+  }
+
+  /// Adds a slot (for a mode key the timer has none for); returns its position.
+  func appendSlot(_ slot: _TimerSlot) -> Int {
+    if firstHeap == Self.noHeap, slot.heapIndex < Int(Self.noHeap) {
+      firstHeap = UInt16(slot.heapIndex)
+      setSlot(slot, at: 0)
+      return 0
+    }
+    let extras = ensureExtras()
+    extras.rest.append(slot)
+    return extras.rest.count
+  }
+
+  /// Records the timer's position in the heap of mode key `heapIndex` and `order` (the
+  /// heaps' hot path: the inline slot is written in place).
+  @inline(__always)
+  func setHeapPosition(_ index: Int, heap heapIndex: Int, order: _TimerHeapOrder) {
+    if firstHeap != Self.noHeap, Int(firstHeap) == heapIndex {
+      switch order {
+      case .fire: firstFireIndex = Int32(truncatingIfNeeded: index)
+      case .wake: ensureExtras().firstWakeIndex = Int32(truncatingIfNeeded: index)
+      }
+      return
+    }
+    let extras = ensureExtras()
+    let position = extras.rest.firstIndex { $0.heapIndex == heapIndex }!
+    switch order {
+    case .fire: extras.rest[position].fireIndex = index
+    case .wake: extras.rest[position].wakeIndex = index
+    }
+  }
+
+  /// The timer's position in the heap of mode key `heapIndex` and `order` (for tests).
+  func heapPosition(heap heapIndex: Int, order: _TimerHeapOrder) -> Int? {
+    guard let position = slotPosition(ofHeap: heapIndex), let slot = slot(at: position) else {
+      return nil
+    }
+    return order == .fire ? slot.fireIndex : slot.wakeIndex
+  }
 }

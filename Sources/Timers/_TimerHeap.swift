@@ -6,30 +6,40 @@ enum _TimerHeapOrder {
   case wake
 }
 
-/// One timer in one heap: its key in this heap's order (a copy, so that comparisons read
-/// only the heap's contiguous array and never the timer) and the timer: 32 bytes.
+/// One timer in one heap: its date key in this heap's order (a copy, so that comparisons
+/// read only the heap's contiguous array and never the timer, unless two dates are equal)
+/// and the timer: 16 bytes, four to a cache line, which is what a 4-ary sift reads.
 ///
 /// The node holds its timer by an `Unmanaged` reference that owns one retain, taken in
 /// ``_TimerHeap/insert(_:)`` and given back in ``_TimerHeap/remove(at:)`` or
 /// ``_TimerHeap/releaseAll()``: moving nodes during a sift then costs no reference counting.
 struct _TimerHeapNode {
-  /// The key's instant, as an offset from ``_TimerClock/origin``.
-  var date: Duration
-  var sequence: UInt64
+  /// The key's instant, in nanoseconds from ``_TimerClock/origin`` (see there).
+  var date: Int64
   let reference: Unmanaged<LoopTimer>
 
   /// A node not yet owning its timer (``_TimerHeap/insert(_:)`` retains it).
   init(timer: LoopTimer, order: _TimerHeapOrder) {
     self.reference = Unmanaged.passUnretained(timer)
-    (date, sequence) = _TimerHeap.key(of: timer.entry, order: order)
+    self.date = timer.heapKey(order)
   }
 
   var timer: LoopTimer { reference.takeUnretainedValue() }
 
-  var key: (Duration, UInt64) { (date, sequence) }
+  /// The insertion sequence, read from the timer (ties of dates only).
+  var sequence: UInt64 { reference._withUnsafeGuaranteedRef { $0.sequence } }
+
+  var key: (Int64, UInt64) { (date, sequence) }
+
+  /// Whether `self` comes before `other`: by date, then by sequence.
+  @inline(__always)
+  func precedes(_ other: _TimerHeapNode) -> Bool {
+    if date != other.date { return date < other.date }
+    return sequence < other.sequence
+  }
 }
 
-/// An indexed binary min-heap of timers, in the manner of libuv's timer heap: ordered by
+/// An indexed 4-ary min-heap of timers, in the manner of libuv's timer heap: ordered by
 /// (deadline, insertion sequence) so equal deadlines come out in insertion order.
 ///
 /// We write our own instead of using swift-collections' `Heap` because `Heap` can only pop
@@ -42,6 +52,9 @@ struct _TimerHeapNode {
 /// into timers (each a likely cache miss), for more comparisons of keys that sit next to
 /// each other in the array. Sifts move a hole instead of swapping, so each node that moves
 /// has its position written once.
+///
+/// The node array grows by doubling (Swift's `Array`) and never shrinks: at 10,000 timers
+/// its capacity is 16,384 nodes, 26 bytes a timer.
 struct _TimerHeap {
   /// Children per node.
   static let arity = 4
@@ -61,16 +74,6 @@ struct _TimerHeap {
   /// The node with the smallest key.
   var top: _TimerHeapNode? { nodes.first }
 
-  /// The key of `entry` in `order`.
-  static func key(of entry: _TimerEntry, order: _TimerHeapOrder)
-    -> (Duration, UInt64)
-  {
-    switch order {
-    case .fire: return (entry.fireOffset, entry.sequence)
-    case .wake: return (entry.fireOffset + entry.tolerance, entry.sequence)
-    }
-  }
-
   mutating func insert(_ node: _TimerHeapNode) {
     _ = node.reference.retain()
     nodes.append(node)
@@ -85,7 +88,9 @@ struct _TimerHeap {
       nodes[index] = last
       sift(index)
     }
-    Self.setPosition(of: removed, to: -1, order: order, heapIndex: heapIndex)
+    removed.reference._withUnsafeGuaranteedRef {
+      $0.setHeapPosition(-1, heap: heapIndex, order: order)
+    }
     // Callers hold the timer, so this is never its last reference.
     removed.reference.release()
   }
@@ -100,8 +105,7 @@ struct _TimerHeap {
 
   /// Moves the node at `index` to its place after its key changed.
   mutating func restore(at index: Int) {
-    (nodes[index].date, nodes[index].sequence) = nodes[index].reference
-      ._withUnsafeGuaranteedRef { Self.key(of: $0.entry, order: order) }
+    nodes[index].date = nodes[index].reference._withUnsafeGuaranteedRef { $0.heapKey(order) }
     sift(index)
   }
 
@@ -112,21 +116,18 @@ struct _TimerHeap {
   /// The latest fire date that is at most `limit`, or `nil` when every fire date is later.
   /// Fire-order heap only. Visits only the nodes whose fire date is at most `limit` (and
   /// their children): a subtree whose root is later than `limit` holds nothing earlier.
-  func latestFireDate(atMost limit: ContinuousClock.Instant) -> ContinuousClock.Instant? {
-    latestFireDate(from: 0, atMost: _TimerClock.offset(of: limit), best: nil)
-      .map(_TimerClock.instant(at:))
+  func latestFireKey(atMost limit: Int64) -> Int64? {
+    latestFireKey(from: 0, atMost: limit, best: nil)
   }
 
-  private func latestFireDate(
-    from index: Int, atMost limit: Duration, best: Duration?
-  ) -> Duration? {
+  private func latestFireKey(from index: Int, atMost limit: Int64, best: Int64?) -> Int64? {
     guard index < nodes.count else { return best }
     let date = nodes[index].date
     guard date <= limit else { return best }
     var best = max(best ?? date, date)
     if best == limit { return best }
     for child in children(of: index) {
-      best = latestFireDate(from: child, atMost: limit, best: best) ?? best
+      best = latestFireKey(from: child, atMost: limit, best: best) ?? best
     }
     return best
   }
@@ -135,21 +136,23 @@ struct _TimerHeap {
   /// below `horizon`, and its key. Fire-order heap only. A node that fails only the sequence
   /// test (a timer rescheduled during the current round) does not hide its subtree; a
   /// subtree whose root is later than `now`, or not before the best found, is skipped.
-  func firstDue(now: ContinuousClock.Instant, before horizon: UInt64)
-    -> (node: _TimerHeapNode, key: (Duration, UInt64))?
+  func firstDue(now: Int64, before horizon: UInt64)
+    -> (node: _TimerHeapNode, key: (Int64, UInt64))?
   {
-    var best: (node: _TimerHeapNode, key: (Duration, UInt64))?
-    firstDue(from: 0, now: _TimerClock.offset(of: now), horizon: horizon, best: &best)
+    var best: (node: _TimerHeapNode, key: (Int64, UInt64))?
+    firstDue(from: 0, now: now, horizon: horizon, best: &best)
     return best
   }
 
   private func firstDue(
-    from index: Int, now: Duration, horizon: UInt64,
-    best: inout (node: _TimerHeapNode, key: (Duration, UInt64))?
+    from index: Int, now: Int64, horizon: UInt64,
+    best: inout (node: _TimerHeapNode, key: (Int64, UInt64))?
   ) {
     guard index < nodes.count else { return }
-    let key = nodes[index].key
-    guard key.0 <= now, best.map({ key < $0.key }) ?? true else { return }
+    let date = nodes[index].date
+    guard date <= now else { return }
+    let key = (date, nodes[index].sequence)
+    guard best.map({ key < $0.key }) ?? true else { return }
     if key.1 < horizon {
       // Every node below has a larger key.
       best = (nodes[index], key)
@@ -164,11 +167,10 @@ struct _TimerHeap {
   /// right (for tests).
   func isConsistent() -> Bool {
     for index in nodes.indices {
-      let entry = nodes[index].timer.entry
-      let slot = entry.slots[entry.slots.index(ofHeap: heapIndex)]
-      if (order == .fire ? slot.fireIndex : slot.wakeIndex) != index { return false }
-      if Self.key(of: nodes[index].timer.entry, order: order) != nodes[index].key { return false }
-      if index > 0, nodes[index].key < nodes[(index - 1) / Self.arity].key { return false }
+      let timer = nodes[index].timer
+      if timer.heapPosition(heap: heapIndex, order: order) != index { return false }
+      if timer.heapKey(order) != nodes[index].date { return false }
+      if index > 0, nodes[index].precedes(nodes[(index - 1) / Self.arity]) { return false }
     }
     return true
   }
@@ -189,7 +191,7 @@ struct _TimerHeap {
       var index = start
       while index > 0 {
         let parent = (index - 1) / Self.arity
-        guard moving.key < buffer[parent].key else { break }
+        guard moving.precedes(buffer[parent]) else { break }
         buffer[index] = buffer[parent]
         Self.setPosition(of: buffer[index], to: index, order: order, heapIndex: heapIndex)
         index = parent
@@ -215,10 +217,10 @@ struct _TimerHeap {
         var next = first + 1
         let end = min(first + Self.arity, count)
         while next < end {
-          if buffer[next].key < buffer[child].key { child = next }
+          if buffer[next].precedes(buffer[child]) { child = next }
           next += 1
         }
-        guard buffer[child].key < moving.key else { break }
+        guard buffer[child].precedes(moving) else { break }
         buffer[index] = buffer[child]
         Self.setPosition(of: buffer[index], to: index, order: order, heapIndex: heapIndex)
         index = child
@@ -228,15 +230,12 @@ struct _TimerHeap {
     }
   }
 
+  @inline(__always)
   private static func setPosition(
     of node: _TimerHeapNode, to index: Int, order: _TimerHeapOrder, heapIndex: Int
   ) {
-    node.reference._withUnsafeGuaranteedRef { timer in
-      let slot = timer.entry.slots.index(ofHeap: heapIndex)
-      switch order {
-      case .fire: timer.entry.slots[slot].fireIndex = index
-      case .wake: timer.entry.slots[slot].wakeIndex = index
-      }
+    node.reference._withUnsafeGuaranteedRef {
+      $0.setHeapPosition(index, heap: heapIndex, order: order)
     }
   }
 }

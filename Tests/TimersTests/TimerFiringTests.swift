@@ -311,8 +311,8 @@ struct TimerFiringTests {
     let thread = RunLoopThread(name: "grid") { _ in
       let now = ContinuousClock.now
       // A step at a time, this would take about 9e18 steps.
-      let far = _TimerEntry(fireDate: now - .seconds(Int64.max), tolerance: .zero)
-      let next = far.nextGridPoint(after: now, interval: .seconds(1))
+      let far = now - .seconds(Int64.max)
+      let next = _TimerClock.nextGridPoint(from: far, after: now, interval: .seconds(1))
       result.withLock { $0 = (now, next) }
       done.withLock { $0 = true }
     }
@@ -329,15 +329,13 @@ struct TimerFiringTests {
     // Exact on an awkward grid: 10.5 intervals missed gives the 11th grid point.
     let interval = Duration.nanoseconds(333_333_337)
     let base = ContinuousClock.now
-    let entry = _TimerEntry(fireDate: base, tolerance: .zero)
-    #expect(
-      entry.nextGridPoint(after: base + interval * 10.5, interval: interval)
-        == base + interval * 11)
+    func gridPoint(after now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+      _TimerClock.nextGridPoint(from: base, after: now, interval: interval)
+    }
+    #expect(gridPoint(after: base + interval * 10.5) == base + interval * 11)
     // A time exactly on the grid is not "after" it.
-    #expect(
-      entry.nextGridPoint(after: base + interval * 3, interval: interval)
-        == base + interval * 4)
-    #expect(entry.nextGridPoint(after: base - .seconds(1), interval: interval) == base + interval)
+    #expect(gridPoint(after: base + interval * 3) == base + interval * 4)
+    #expect(gridPoint(after: base - .seconds(1)) == base + interval)
   }
 
   @Test func timerRescheduledIntoThePastDuringAPassDoesNotHoldBackDueTimers() throws {
