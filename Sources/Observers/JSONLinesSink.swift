@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 import Glibc
 import RunLoopCore
@@ -5,8 +6,9 @@ import RunLoopCore
 /// The lossless trace sink: one JSON object per line (JSON Lines), schema version
 /// ``TraceRecord/schemaVersion`` (see `Docs/TraceSchema.md` and `Docs/trace-schema.json`).
 ///
-/// The loop thread only appends each record to an in-memory queue; a writer thread encodes
-/// them and writes whole lines with `write(2)`, one batch at a time. Only the writer thread
+/// The loop thread only appends each record to an in-memory queue (as a compact event with
+/// no strings in it, when it comes from a ``LoopTracer``); a writer thread builds the records,
+/// encodes them and writes whole lines with `write(2)`, one batch at a time. Only the writer thread
 /// touches the descriptor, and it closes it itself once everything queued is written.
 ///
 /// Nothing is dropped by the sink. The queue has no bound, deliberately: a bound would force
@@ -27,7 +29,7 @@ import RunLoopCore
 /// // ... run the loop ...
 /// tracer.close()  // detaches, writes what is queued, closes the file
 /// ```
-public final class JSONLinesSink: TraceSink, @unchecked Sendable {
+public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendable {
   /// The file written to, or `nil` for a descriptor given by the caller.
   ///
   /// ```swift
@@ -41,7 +43,8 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   /// ```
   public let closeTimeout: Duration
   private let file: _JSONLinesFile
-  private let writer: _WriterThread<TraceRecord>
+  private let writer: _WriterThread<_TraceItem>
+  private let sources: _TraceSources
 
   /// Creates (or truncates, or with `append` extends) the file at `path` and starts the
   /// writer thread.
@@ -93,7 +96,9 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   private init(ownedDescriptor descriptor: Int32, path: String?, closeTimeout: Duration) {
     self.path = path
     self.closeTimeout = closeTimeout
-    let file = _JSONLinesFile(descriptor: descriptor)
+    let sources = _TraceSources()
+    self.sources = sources
+    let file = _JSONLinesFile(descriptor: descriptor, sources: sources)
     self.file = file
     self.writer = _WriterThread(
       name: "trace-json", capacity: nil, write: { file.write($0) }, finish: { file.close() })
@@ -107,7 +112,15 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   /// sink.enqueue(record)  // on the loop thread; returns at once
   /// ```
   public func enqueue(_ record: TraceRecord) {
-    writer.enqueue(record)
+    writer.enqueue(.record(record))
+  }
+
+  package func _register(_ strings: _TraceStrings) -> UInt32 {
+    sources.register(strings)
+  }
+
+  package func _enqueue(_ event: _TraceEvent) {
+    writer.enqueue(.event(event))
   }
 
   /// Waits until every record queued so far is written, up to `timeout`; returns whether it
@@ -185,11 +198,16 @@ final class _JSONLinesFile: @unchecked Sendable {
   private var descriptor: Int32
   private var sigpipeBlocked = false
   private let chunkLimit: Int
+  private let sources: _TraceSources
+  // Touched by the writer thread only: the bytes of a batch, kept between batches.
+  private var bytes: [UInt8] = []
+  private var lineEnds: [Int] = []
   // Guarded by its own lock, never held across I/O: what was written and lost.
   private let state = GuardedState(Counts())
 
-  init(descriptor: Int32) {
+  init(descriptor: Int32, sources: _TraceSources) {
     self.descriptor = descriptor
+    self.sources = sources
     var info = stat()
     let regular = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     // A pipe or socket takes up to PIPE_BUF bytes in one piece; a regular file opened with
@@ -199,7 +217,7 @@ final class _JSONLinesFile: @unchecked Sendable {
 
   var counts: Counts { state.withLock { $0 } }
 
-  func write(_ batch: [TraceRecord]) {
+  func write(_ batch: Deque<_TraceItem>) {
     if !sigpipeBlocked {
       // On the writer thread (ours): a pipe whose reader is gone makes write(2) fail with
       // EPIPE, counted like any write error, instead of SIGPIPE killing the process.
@@ -209,15 +227,20 @@ final class _JSONLinesFile: @unchecked Sendable {
       pthread_sigmask(SIG_BLOCK, &set, nil)
       sigpipeBlocked = true
     }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(batch.count * 320)
-    var lineEnds: [Int] = []
-    lineEnds.reserveCapacity(batch.count)
-    var line = ""
-    for record in batch {
-      line.removeAll(keepingCapacity: true)
-      record.appendJSONLine(to: &line)
-      bytes += line.utf8
+    // Reused from batch to batch (dropped after a very large one), so that the writer does
+    // not allocate and fault in fresh pages for every batch.
+    if bytes.capacity > 1 << 24 {
+      bytes = []
+      lineEnds = []
+    }
+    bytes.removeAll(keepingCapacity: true)
+    lineEnds.removeAll(keepingCapacity: true)
+    var resolver = _TraceSources.Resolver(sources: sources)
+    for item in batch {
+      switch item {
+      case .event(let event): resolver.record(for: event).appendJSONLine(to: &bytes)
+      case .record(let record): record.appendJSONLine(to: &bytes)
+      }
       lineEnds.append(bytes.count)
     }
     // Chunks of whole lines, each at most chunkLimit bytes (a longer line goes alone).
