@@ -81,12 +81,17 @@ package protocol _TraceEventSink: TraceSink {
 /// The string tables of the tracers that feed one sink, by ``_TraceEvent/source``; the
 /// sink's writer thread resolves events through it.
 package final class _TraceSources: Sendable {
-  private let tables = GuardedState<[_TraceStrings]>([])
+  private let registered = GuardedState<[_TraceStrings]>([])
 
   package init() {}
 
+  /// The tables registered so far, by source number.
+  package func tables() -> [_TraceStrings] {
+    registered.withLock { $0 }
+  }
+
   package func register(_ strings: _TraceStrings) -> UInt32 {
-    tables.withLock { tables in
+    registered.withLock { tables in
       if let index = tables.firstIndex(where: { $0 === strings }) { return UInt32(index) }
       tables.append(strings)
       return UInt32(tables.count - 1)
@@ -126,7 +131,7 @@ package final class _TraceSources: Sendable {
       if let known = snapshots[index] {
         snapshot = known
       } else {
-        if index >= tables.count { tables = sources.tables.withLock { $0 } }
+        if index >= tables.count { tables = sources.tables() }
         snapshot = tables[index].snapshot()
         snapshots[index] = snapshot
       }
