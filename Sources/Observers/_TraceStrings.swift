@@ -81,7 +81,7 @@ package final class _TraceStrings: Sendable {
   /// Numbers `event` and fills in its thread and mode ids (and, for a call-out, its kind and
   /// name ids); returns `false` when a string could not be added (the table is full), in
   /// which case the caller sends a whole record instead. Called on the loop thread.
-  func stamp(
+  package func stamp(
     _ event: inout _TraceEvent, mode: String, calloutKind: String? = nil,
     calloutName: String? = nil
   ) -> Bool {
