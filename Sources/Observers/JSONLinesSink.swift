@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 import Glibc
 import RunLoopCore
@@ -5,8 +6,9 @@ import RunLoopCore
 /// The lossless trace sink: one JSON object per line (JSON Lines), schema version
 /// ``TraceRecord/schemaVersion`` (see `Docs/TraceSchema.md` and `Docs/trace-schema.json`).
 ///
-/// The loop thread only appends each record to an in-memory queue; a writer thread encodes
-/// them and writes whole lines with `write(2)`, one batch at a time. Only the writer thread
+/// The loop thread only appends each record to an in-memory queue (as a compact event with
+/// no strings in it, when it comes from a ``LoopTracer``); a writer thread builds the records,
+/// encodes them and writes whole lines with `write(2)`, one batch at a time. Only the writer thread
 /// touches the descriptor, and it closes it itself once everything queued is written.
 ///
 /// Nothing is dropped by the sink. The queue has no bound, deliberately: a bound would force
@@ -27,7 +29,7 @@ import RunLoopCore
 /// // ... run the loop ...
 /// tracer.close()  // detaches, writes what is queued, closes the file
 /// ```
-public final class JSONLinesSink: TraceSink, @unchecked Sendable {
+public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendable {
   /// The file written to, or `nil` for a descriptor given by the caller.
   ///
   /// ```swift
@@ -41,7 +43,8 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   /// ```
   public let closeTimeout: Duration
   private let file: _JSONLinesFile
-  private let writer: _WriterThread<TraceRecord>
+  private let writer: _WriterThread<_TraceItem>
+  private let sources: _TraceSources
 
   /// Creates (or truncates, or with `append` extends) the file at `path` and starts the
   /// writer thread.
@@ -93,7 +96,9 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   private init(ownedDescriptor descriptor: Int32, path: String?, closeTimeout: Duration) {
     self.path = path
     self.closeTimeout = closeTimeout
-    let file = _JSONLinesFile(descriptor: descriptor)
+    let sources = _TraceSources()
+    self.sources = sources
+    let file = _JSONLinesFile(descriptor: descriptor, sources: sources)
     self.file = file
     self.writer = _WriterThread(
       name: "trace-json", capacity: nil, write: { file.write($0) }, finish: { file.close() })
@@ -107,7 +112,15 @@ public final class JSONLinesSink: TraceSink, @unchecked Sendable {
   /// sink.enqueue(record)  // on the loop thread; returns at once
   /// ```
   public func enqueue(_ record: TraceRecord) {
-    writer.enqueue(record)
+    writer.enqueue(.record(record))
+  }
+
+  package func _register(_ strings: _TraceStrings) -> UInt32 {
+    sources.register(strings)
+  }
+
+  package func _enqueue(_ event: _TraceEvent) {
+    writer.enqueue(.event(event))
   }
 
   /// Waits until every record queued so far is written, up to `timeout`; returns whether it
@@ -185,11 +198,17 @@ final class _JSONLinesFile: @unchecked Sendable {
   private var descriptor: Int32
   private var sigpipeBlocked = false
   private let chunkLimit: Int
+  // Touched by the writer thread only: the bytes of a batch and where its lines end, kept
+  // between batches; the encoder of the tracers' events.
+  private let buffer = _LineBuffer()
+  private var lineEnds: [Int] = []
+  private var encoder: _JSONEventEncoder
   // Guarded by its own lock, never held across I/O: what was written and lost.
   private let state = GuardedState(Counts())
 
-  init(descriptor: Int32) {
+  init(descriptor: Int32, sources: _TraceSources) {
     self.descriptor = descriptor
+    self.encoder = _JSONEventEncoder(sources: sources)
     var info = stat()
     let regular = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     // A pipe or socket takes up to PIPE_BUF bytes in one piece; a regular file opened with
@@ -199,7 +218,7 @@ final class _JSONLinesFile: @unchecked Sendable {
 
   var counts: Counts { state.withLock { $0 } }
 
-  func write(_ batch: [TraceRecord]) {
+  func write(_ batch: Deque<_TraceItem>) {
     if !sigpipeBlocked {
       // On the writer thread (ours): a pipe whose reader is gone makes write(2) fail with
       // EPIPE, counted like any write error, instead of SIGPIPE killing the process.
@@ -209,16 +228,28 @@ final class _JSONLinesFile: @unchecked Sendable {
       pthread_sigmask(SIG_BLOCK, &set, nil)
       sigpipeBlocked = true
     }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(batch.count * 320)
-    var lineEnds: [Int] = []
-    lineEnds.reserveCapacity(batch.count)
-    var line = ""
-    for record in batch {
-      line.removeAll(keepingCapacity: true)
-      record.appendJSONLine(to: &line)
-      bytes += line.utf8
-      lineEnds.append(bytes.count)
+    // The batch is encoded and written a slice at a time into one reused buffer: encoding a
+    // whole large batch first made the writer fault in fresh pages for every batch, time
+    // taken from the traced loop on a 2-core machine (runloop-bench, tracing).
+    for item in batch {
+      switch item {
+      case .event(let event): encoder.append(event, to: buffer)
+      case .record(let record): record.appendJSONLine(to: buffer)
+      }
+      lineEnds.append(buffer.count)
+      if buffer.count >= Self.sliceBytes { writeBuffered() }
+    }
+    writeBuffered()
+  }
+
+  /// How many bytes of lines the writer encodes before it writes them.
+  static var sliceBytes: Int { 1 << 16 }
+
+  /// Writes the lines in the buffer, then empties it.
+  private func writeBuffered() {
+    defer {
+      buffer.removeAll()
+      lineEnds.removeAll(keepingCapacity: true)
     }
     // Chunks of whole lines, each at most chunkLimit bytes (a longer line goes alone).
     var start = 0
@@ -229,7 +260,7 @@ final class _JSONLinesFile: @unchecked Sendable {
         lastLine += 1
       }
       let end = lineEnds[lastLine]
-      let error = bytes.withUnsafeBytes { writeFully($0.baseAddress! + start, end - start) }
+      let error = writeFully(buffer.bytes.baseAddress! + start, end - start)
       let lines = UInt64(lastLine - firstLine + 1)
       let firstFailure = state.withLock { counts -> Bool in
         guard error != 0 else {

@@ -50,9 +50,6 @@ public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
 
   let handler: @Sendable (LoopObserver, LoopActivity) -> Void
   private let valid = Atomic<Bool>(true)
-  // Guarded by its own lock: the loops (by id) whose call-out of this observer is running,
-  // so that a nested run of that loop does not re-enter it while other loops still may.
-  private let firingOn = GuardedState<Set<UInt64>>([])
   // Guarded by its own lock: the registries (one per loop) and modes the observer is in.
   private let registrations = GuardedState<[(registry: _ObserverRegistry, mode: LoopMode)]>([])
 
@@ -111,26 +108,16 @@ public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
     }
   }
 
-  /// Claims the call-out on loop `loopID`: `false` when the observer is invalid, or already
-  /// running on that loop. A one-shot observer is invalidated by its claim, so only one
-  /// loop, once, ever gets it. A successful claim must be followed by ``fire(_:on:)``.
-  func claim(on loopID: UInt64) -> Bool {
+  /// Claims a call-out: `false` when the observer is invalid. A one-shot observer is
+  /// invalidated by its claim, so only one loop, once, ever gets it. (That a loop does not
+  /// re-enter a running call-out is the business of the loop's registry.)
+  func claim() -> Bool {
     guard isValid else { return false }
-    guard firingOn.withLock({ $0.insert(loopID).inserted }) else { return false }
     if !repeats {
-      guard valid.exchange(false, ordering: .acquiringAndReleasing) else {
-        firingOn.withLock { _ = $0.remove(loopID) }
-        return false
-      }
+      guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return false }
       unregister()
     }
     return true
-  }
-
-  /// Runs the call-out claimed with ``claim(on:)``.
-  func fire(_ activity: LoopActivity, on loopID: UInt64) {
-    handler(self, activity)
-    firingOn.withLock { _ = $0.remove(loopID) }
   }
 
   func didAdd(to registry: _ObserverRegistry, mode: LoopMode) {

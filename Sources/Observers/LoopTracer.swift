@@ -1,6 +1,5 @@
 import Glibc
 import RunLoopCore
-import Synchronization
 
 /// Records everything a run loop does — every activity, every call-out (with its kind,
 /// name, duration and due time) and every sleep (with its length) — as ``TraceRecord``
@@ -38,17 +37,16 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// ```
   public var interests: InstrumentInterests { .all }
 
-  private let sequence = Atomic<UInt64>(0)
-  private let processID = getpid()
-  // Guarded by its own lock: thread names by tid (read once per thread, forgotten when the
-  // thread's loop exits), and where the tracer is attached.
+  // The tracer's strings, record numbers and thread names, under one lock.
+  private let strings: _TraceStrings
+  // The sinks of this package take compact events (their writer threads build the
+  // records); any other sink takes whole records built here, on the loop thread.
+  private let eventSinks: [(sink: any _TraceEventSink, source: UInt32)]
+  private let recordSinks: [any TraceSink]
+  // Guarded by its own lock: where the tracer is attached.
   private let state = GuardedState(State())
 
   private struct State {
-    var threadNames: [pid_t: String] = [:]
-    // The last thread looked up: a traced loop asks for its own thread's name on every
-    // record, and a hash lookup per record showed in runloop-bench's tracing profile.
-    var lastThread: (tid: pid_t, name: String)?
     var loops: [EventRunLoop] = []
     var everyLoop = false
     var closed = false
@@ -65,7 +63,21 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// ```
   public init(sinks: [any TraceSink], runID: String? = nil) {
     self.sinks = sinks
-    self.runID = runID ?? String(UInt64.random(in: 1...UInt64.max), radix: 16)
+    let runID = runID ?? String(UInt64.random(in: 1...UInt64.max), radix: 16)
+    self.runID = runID
+    let strings = _TraceStrings(runID: runID, processID: getpid())
+    self.strings = strings
+    var eventSinks: [(sink: any _TraceEventSink, source: UInt32)] = []
+    var recordSinks: [any TraceSink] = []
+    for sink in sinks {
+      if let eventSink = sink as? any _TraceEventSink {
+        eventSinks.append((eventSink, eventSink._register(strings)))
+      } else {
+        recordSinks.append(sink)
+      }
+    }
+    self.eventSinks = eventSinks
+    self.recordSinks = recordSinks
   }
 
   /// Traces `loop` from its next activity on. Safe from any thread; attaching to the same
@@ -136,11 +148,8 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// // the loop calls this on its thread as the thread exits
   /// ```
   public func runLoopThreadDidExit(_ loop: EventRunLoop) {
-    state.withLock { state in
-      state.threadNames[loop.threadID] = nil
-      if state.lastThread?.tid == loop.threadID { state.lastThread = nil }
-      state.loops.removeAll { $0 === loop }
-    }
+    strings.forgetThread(loop.threadID)
+    state.withLock { state in state.loops.removeAll { $0 === loop } }
   }
 
   /// Records an activity.
@@ -149,9 +158,9 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// loop.addInstrument(tracer)  // the loop calls this on its thread
   /// ```
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
-    var record = makeRecord(.activity, loop, info, timestamp: _TraceClock.monotonicNow())
-    record.activity = activity.name
-    send(record)
+    var event = makeEvent(.activity, loop, info, timestamp: _TraceClock.monotonicNow())
+    event.activity = activity.rawValue
+    send(&event, mode: info.mode.name)
   }
 
   /// Records a call-out, with its lateness when it had a due time.
@@ -161,17 +170,14 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// ```
   public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
   {
-    let start = _TraceClock.nanoseconds(of: callout.start)
-    var record = makeRecord(.callout, loop, info, timestamp: start)
-    record.calloutKind = callout.kind.name
-    record.calloutName = callout.name
-    record.duration = _TraceClock.nanoseconds(callout.duration)
+    var event = makeEvent(
+      .callout, loop, info, timestamp: _TraceClock.nanoseconds(of: callout.start))
+    event.duration = _TraceClock.nanoseconds(callout.duration)
     if let due = callout.dueAt {
-      let dueNanoseconds = _TraceClock.nanoseconds(of: due)
-      record.dueAt = dueNanoseconds
-      record.lateness = start - dueNanoseconds
+      event.dueAt = _TraceClock.nanoseconds(of: due)
+      event.hasDue = true
     }
-    send(record)
+    send(&event, mode: info.mode.name, calloutKind: callout.kind.name, calloutName: callout.name)
   }
 
   /// Records a sleep.
@@ -183,40 +189,53 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
     _ loop: EventRunLoop, didSleepFrom start: ContinuousClock.Instant,
     to end: ContinuousClock.Instant, _ info: LoopPassInfo
   ) {
-    var record = makeRecord(.sleep, loop, info, timestamp: _TraceClock.nanoseconds(of: start))
-    record.duration = _TraceClock.nanoseconds(end - start)
-    send(record)
+    var event = makeEvent(.sleep, loop, info, timestamp: _TraceClock.nanoseconds(of: start))
+    event.duration = _TraceClock.nanoseconds(end - start)
+    send(&event, mode: info.mode.name)
   }
 
-  private func makeRecord(
+  private func makeEvent(
     _ kind: TraceRecord.Kind, _ loop: EventRunLoop, _ info: LoopPassInfo, timestamp: Int64
-  ) -> TraceRecord {
-    TraceRecord(
-      run: runID, seq: sequence.wrappingAdd(1, ordering: .relaxed).newValue, record: kind,
-      timestamp: timestamp, wallTime: _TraceClock.wallNow(), pid: processID,
-      tid: loop.threadID, thread: threadName(loop.threadID), loop: info.loopID,
-      mode: info.mode.name, iteration: info.iteration, depth: info.depth)
+  ) -> _TraceEvent {
+    _TraceEvent(
+      kind: kind, seq: 0, timestamp: timestamp, wallTime: _TraceClock.wallNow(),
+      loop: info.loopID, iteration: info.iteration, depth: info.depth, tid: loop.threadID,
+      thread: _TraceEvent.none, mode: _TraceEvent.none)
   }
 
-  private func send(_ record: TraceRecord) {
-    for sink in sinks { sink.enqueue(record) }
-  }
-
-  /// The calling (loop) thread's name, read once per thread: a thread renamed while traced
-  /// keeps its first name in the trace (reading `/proc` at every record would cost the
-  /// loop too much); the name is forgotten when the thread's loop exits.
-  private func threadName(_ tid: pid_t) -> String {
-    let cached = state.withLock { state -> String? in
-      if let last = state.lastThread, last.tid == tid { return last.name }
-      guard let name = state.threadNames[tid] else { return nil }
-      state.lastThread = (tid, name)
-      return name
+  /// Numbers the event and names its strings, then hands it to the sinks: as the event to
+  /// the sinks of this package, as a record to the others. The thread name is read once per
+  /// thread: a thread renamed while traced keeps its first name in the trace (reading
+  /// `/proc` at every record would cost the loop too much); it is forgotten when the
+  /// thread's loop exits.
+  private func send(
+    _ event: inout _TraceEvent, mode: String, calloutKind: String? = nil,
+    calloutName: String? = nil
+  ) {
+    let stamped = strings.stamp(
+      &event, mode: mode, calloutKind: calloutKind, calloutName: calloutName)
+    if stamped {
+      for (sink, source) in eventSinks {
+        event.source = source
+        sink._enqueue(event)
+      }
+      guard !recordSinks.isEmpty else { return }
+      let record = strings.snapshot().record(for: event)
+      for sink in recordSinks { sink.enqueue(record) }
+    } else {
+      // The string table is full: a whole record, built here, for every sink.
+      let record = TraceRecord(
+        run: runID, seq: event.seq, record: event.kind, timestamp: event.timestamp,
+        wallTime: event.wallTime, pid: strings.processID, tid: event.tid,
+        thread: strings.threadName(event.tid), loop: event.loop, mode: mode,
+        iteration: event.iteration, depth: event.depth,
+        activity: event.kind == .activity ? _TraceStrings.activityName(event.activity) : nil,
+        calloutKind: calloutKind, calloutName: calloutName,
+        duration: event.kind == .activity ? nil : event.duration,
+        dueAt: event.hasDue ? event.dueAt : nil,
+        lateness: event.hasDue ? event.timestamp - event.dueAt : nil)
+      for sink in sinks { sink.enqueue(record) }
     }
-    if let cached { return cached }
-    // Read once per thread from /proc (Glibc does not expose pthread_getname_np to Swift).
-    let name = _readFirstLine("/proc/self/task/\(tid)/comm") ?? "thread-\(tid)"
-    state.withLock { $0.threadNames[tid] = name }
-    return name
   }
 }
 

@@ -6,51 +6,73 @@ extension TraceRecord {
   /// print(record.jsonLine, terminator: "")
   /// ```
   public var jsonLine: String {
-    var text = ""
-    appendJSONLine(to: &text)
-    return text
+    let buffer = _LineBuffer(capacity: 512)
+    appendJSONLine(to: buffer)
+    return String(decoding: buffer.bytes, as: UTF8.self)
   }
 
   // Hand-written rather than JSONEncoder: a fixed key order (the schema's) makes the log
-  // easy to read and to diff, and it is several times faster on the writer thread.
-  func appendJSONLine(to text: inout String) {
-    text += "{"
-    var first = true
-    for (key, value) in fields {
-      if !first { text += "," }
-      first = false
-      text += "\""
-      text += key
-      text += "\":"
-      if Self.numericKeys.contains(key) {
-        text += value
-      } else {
-        Self.appendQuoted(value, to: &text)
-      }
+  // easy to read and to diff, and it is many times faster on the writer thread. The JSON
+  // sink writes a tracer's events with `_JSONEventEncoder`, which must write the same bytes.
+  func appendJSONLine(to buffer: _LineBuffer) {
+    buffer.reserve(512)
+    buffer.write(#"{"v":"#)
+    buffer.writeDecimal(Int64(version))
+    buffer.write(#","run":"#)
+    buffer.writeQuoted(run)
+    buffer.reserve(512)
+    buffer.write(#","seq":"#)
+    buffer.writeDecimal(seq)
+    buffer.write(#","record":"#)
+    buffer.writeQuoted(record.rawValue)
+    buffer.reserve(512)
+    buffer.write(#","ts_ns":"#)
+    buffer.writeDecimal(timestamp)
+    buffer.write(#","wall_ns":"#)
+    buffer.writeDecimal(wallTime)
+    buffer.write(#","pid":"#)
+    buffer.writeDecimal(Int64(pid))
+    buffer.write(#","tid":"#)
+    buffer.writeDecimal(Int64(tid))
+    buffer.write(#","thread":"#)
+    buffer.writeQuoted(thread)
+    buffer.reserve(512)
+    buffer.write(#","loop":"#)
+    buffer.writeDecimal(loop)
+    buffer.write(#","mode":"#)
+    buffer.writeQuoted(mode)
+    buffer.reserve(512)
+    buffer.write(#","iteration":"#)
+    buffer.writeDecimal(iteration)
+    buffer.write(#","depth":"#)
+    buffer.writeDecimal(Int64(depth))
+    if let activity {
+      buffer.write(#","activity":"#)
+      buffer.writeQuoted(activity)
     }
-    text += "}\n"
-  }
-
-  static let numericKeys: Set<String> = [
-    "v", "seq", "ts_ns", "wall_ns", "pid", "tid", "loop", "iteration", "depth", "duration_ns",
-    "due_ns", "lateness_ns",
-  ]
-
-  static func appendQuoted(_ value: String, to text: inout String) {
-    text += "\""
-    for scalar in value.unicodeScalars {
-      switch scalar {
-      case "\"": text += "\\\""
-      case "\\": text += "\\\\"
-      case "\n": text += "\\n"
-      case "\r": text += "\\r"
-      case "\t": text += "\\t"
-      case let control where control.value < 0x20:
-        let hex = String(control.value, radix: 16)
-        text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-      default: text.unicodeScalars.append(scalar)
-      }
+    buffer.reserve(512)
+    if let calloutKind {
+      buffer.write(#","callout_kind":"#)
+      buffer.writeQuoted(calloutKind)
     }
-    text += "\""
+    buffer.reserve(512)
+    if let calloutName {
+      buffer.write(#","callout_name":"#)
+      buffer.writeQuoted(calloutName)
+    }
+    buffer.reserve(512)
+    if let duration {
+      buffer.write(#","duration_ns":"#)
+      buffer.writeDecimal(duration)
+    }
+    if let dueAt {
+      buffer.write(#","due_ns":"#)
+      buffer.writeDecimal(dueAt)
+    }
+    if let lateness {
+      buffer.write(#","lateness_ns":"#)
+      buffer.writeDecimal(lateness)
+    }
+    buffer.write("}\n")
   }
 }

@@ -14,6 +14,16 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
   // Bumped on every change to the table; a notification re-checks an observer's membership
   // only when an earlier call-out of the same notification changed the table.
   private let mutations = Atomic<UInt64>(0)
+  // How many observers are in `.common`: with none, the loop's common modes do not matter
+  // and a notification need not read them (a lock in the loop, and a set copied).
+  private let commonCount = Atomic<Int>(0)
+  // Touched on the loop's thread only (notifications come on it), so no lock: the observers
+  // of the last mode notified, valid while `mutations` and the common modes are unchanged;
+  // and the observers whose call-out is running on this loop, so that a nested run does not
+  // re-enter them (other loops still may: each loop has its own registry).
+  private var cache: (mode: LoopMode, version: UInt64, commonModes: Set<LoopMode>)?
+  private var cachedObservers: [LoopObserver] = []
+  private var firing: [ObjectIdentifier] = []
 
   private struct State {
     var table = LoopModeTable<LoopObserver>()
@@ -35,6 +45,7 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
     state.withLock { state in
       let inserted = state.table.insert(observer, in: mode)
       if inserted {
+        if mode == .common { commonCount.add(1, ordering: .releasing) }
         scheduledCount.add(1, ordering: .releasing)
         mutations.add(1, ordering: .releasing)
       }
@@ -45,6 +56,8 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
   /// The loop's thread exited: forget the registry and every registration in it, so that
   /// the observers (and what their closures captured) are released.
   func runLoopThreadDidExit(_ loop: EventRunLoop) {
+    cache = nil
+    cachedObservers = []
     _observerRegistries.withLock { registries in
       if registries[loopID] === self { registries[loopID] = nil }
     }
@@ -55,6 +68,7 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
       }
       state.table = LoopModeTable()
       scheduledCount.store(0, ordering: .releasing)
+      commonCount.store(0, ordering: .releasing)
       mutations.add(1, ordering: .releasing)
       return all
     }
@@ -67,6 +81,7 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
     let removed = state.withLock { state in
       let removed = state.table.remove(observer, from: mode)
       if removed {
+        if mode == .common { commonCount.subtract(1, ordering: .releasing) }
         scheduledCount.subtract(1, ordering: .releasing)
         mutations.add(1, ordering: .releasing)
       }
@@ -98,19 +113,32 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
     guard scheduledCount.load(ordering: .acquiring) > 0 else { return }
     // Copy the list out and call with no lock held: an observer may add or remove observers
     // (those added now are first told about the next notification) or run the loop nested.
-    let commonModes = loop.commonModes
+    let commonModes: Set<LoopMode> =
+      commonCount.load(ordering: .acquiring) > 0 ? loop.commonModes : []
     let version = mutations.load(ordering: .acquiring)
-    let candidates = observers(for: info.mode, commonModes: commonModes)
+    let candidates: [LoopObserver]
+    if let cache, cache.version == version, cache.mode == info.mode,
+      cache.commonModes == commonModes
+    {
+      candidates = cachedObservers
+    } else {
+      candidates = observers(for: info.mode, commonModes: commonModes)
+      cache = (info.mode, version, commonModes)
+      cachedObservers = candidates
+    }
     for observer in candidates where observer.activities.contains(activity) {
       // One removed or invalidated by an earlier call-out of this notification is skipped.
       guard observer.isValid else { continue }
       if mutations.load(ordering: .acquiring) != version {
         guard isScheduled(observer, for: info.mode, commonModes: commonModes) else { continue }
       }
-      guard observer.claim(on: loop.id) else { continue }
+      let id = ObjectIdentifier(observer)
+      guard !firing.contains(id), observer.claim() else { continue }
+      firing.append(id)
       loop.withCallout(.observer, name: observer.name) {
-        observer.fire(activity, on: loop.id)
+        observer.handler(observer, activity)
       }
+      if let index = firing.lastIndex(of: id) { firing.remove(at: index) }
     }
   }
 

@@ -13,10 +13,12 @@ import RunLoopCore
 package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
   /// How long the writer waits after a wake-up before it takes the batch.
   static var lingerMicroseconds: UInt32 { 2000 }
+  /// The largest batch whose storage is kept for reuse.
+  static var keptCapacity: Int { 1 << 16 }
 
   private let capacity: Int?
   private let name: String
-  private let write: @Sendable ([Element]) -> Void
+  private let write: @Sendable (Deque<Element>) -> Void
   private let finish: @Sendable () -> Void
   // Guarded by its own lock: the queue and the writer's bookkeeping.
   private let state = GuardedState(State())
@@ -40,10 +42,11 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
   /// - Parameters:
   ///   - name: the writer thread's name.
   ///   - capacity: the most elements the queue holds; `nil` for no bound.
-  ///   - write: called on the writer thread with each batch, in order.
+  ///   - write: called on the writer thread with each batch, in order (the batch's storage
+  ///     is reused once the call returns).
   ///   - finish: called on the writer thread once, after the last batch of a close.
   package init(
-    name: String, capacity: Int?, write: @escaping @Sendable ([Element]) -> Void,
+    name: String, capacity: Int?, write: @escaping @Sendable (Deque<Element>) -> Void,
     finish: @escaping @Sendable () -> Void = {}
   ) {
     self.name = name
@@ -134,21 +137,24 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
   }
 
   private func drain() {
+    // Two buffers change hands: the writer takes the producers' queue and leaves them the
+    // one it emptied, whose capacity stays allocated. A fresh queue per batch made every
+    // batch grow one from nothing on the loop thread (reallocations, and page faults for the
+    // larger ones: runloop-bench, tracing).
+    var batch = Deque<Element>()
     while true {
-      let (taken, done) = state.withLock { state -> (Deque<Element>, Bool) in
+      let done = state.withLock { state -> Bool? in
         if state.items.isEmpty {
-          if state.closing { return ([], true) }
+          if state.closing { return true }
           state.writerWaiting = true
-          return ([], false)
+          return nil
         }
-        // O(1) under the lock the producers take: the backlog's storage changes hands;
-        // the copy into an array happens below, with no lock held.
-        var taken = Deque<Element>()
-        swap(&taken, &state.items)
-        return (taken, false)
+        // O(1) under the lock the producers take: the backlog's storage changes hands,
+        // and the producers get the emptied storage of the last batch.
+        swap(&batch, &state.items)
+        return false
       }
-      if done { break }
-      if taken.isEmpty {
+      guard let done else {
         wake.wait()
         // Linger before draining: records that arrive meanwhile join one batch, and their
         // producers find the writer busy and post no semaphore. Waking the writer for each
@@ -156,8 +162,17 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
         usleep(Self.lingerMicroseconds)
         continue
       }
-      write(Array(taken))
-      state.withLock { $0.written += UInt64(taken.count) }
+      if done { break }
+      let count = batch.count
+      write(batch)
+      state.withLock { $0.written += UInt64(count) }
+      // Keep the storage for the producers' next turn, unless a backlog made it large: then
+      // give the memory back.
+      if count <= Self.keptCapacity {
+        batch.removeAll(keepingCapacity: true)
+      } else {
+        batch = Deque()
+      }
     }
     finish()
     state.withLock { $0.done = true }

@@ -29,7 +29,7 @@ import RunLoopObservers
 /// ```
 ///
 /// Then `journalctl -t my-service -o json` shows the entries.
-public final class JournalSink: TraceSink, @unchecked Sendable {
+public final class JournalSink: TraceSink, _TraceEventSink, @unchecked Sendable {
   /// Where entries go.
   ///
   /// ```swift
@@ -102,7 +102,7 @@ public final class JournalSink: TraceSink, @unchecked Sendable {
   public let rateLimit: RateLimit?
 
   private let emitter: _JournalEmitter
-  private let writer: _WriterThread<TraceRecord>
+  private let writer: _WriterThread<_TraceItem>
 
   /// Creates the sink and starts its writer thread.
   ///
@@ -146,8 +146,10 @@ public final class JournalSink: TraceSink, @unchecked Sendable {
       identifier: identifier, transport: _JournalTransport(destination),
       extraFields: extraFields.sorted { $0.key < $1.key }, rateLimit: rateLimit)
     self.emitter = emitter
-    let writer = _WriterThread<TraceRecord>(name: "trace-journal", capacity: self.capacity) {
-      batch in emitter.send(batch)
+    // The loop thread queues compact events from a tracer; the writer thread builds their
+    // records (the strings included) before it sends them.
+    let writer = _WriterThread<_TraceItem>(name: "trace-journal", capacity: self.capacity) {
+      batch in emitter.send(emitter.sources.records(batch))
     }
     self.writer = writer
     emitter.dropCounter = { [weak writer] in writer?.dropped ?? 0 }
@@ -161,7 +163,15 @@ public final class JournalSink: TraceSink, @unchecked Sendable {
   /// sink.enqueue(record)  // on the loop thread; returns at once
   /// ```
   public func enqueue(_ record: TraceRecord) {
-    writer.enqueue(record)
+    writer.enqueue(.record(record))
+  }
+
+  package func _register(_ strings: _TraceStrings) -> UInt32 {
+    emitter.sources.register(strings)
+  }
+
+  package func _enqueue(_ event: _TraceEvent) {
+    writer.enqueue(.event(event))
   }
 
   /// Waits until every record queued so far has been handed to journald (or failed), up to
@@ -213,6 +223,8 @@ final class _JournalEmitter: @unchecked Sendable {
   let identifier: String
   let transport: _JournalTransport
   let extraFields: [(key: String, value: String)]
+  // The string tables of the tracers feeding the sink.
+  let sources = _TraceSources()
   // Set once, right after init, before the writer thread starts.
   var dropCounter: @Sendable () -> UInt64 = { 0 }
   // Guarded by its own lock: delivery counts.

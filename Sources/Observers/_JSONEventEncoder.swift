@@ -1,0 +1,166 @@
+import RunLoopCore
+
+/// Writes a tracer's ``_TraceEvent`` values as JSON lines without building a
+/// ``TraceRecord`` first: each string of the tracer's table is quoted once and its bytes
+/// copied into every line that names it. The bytes are exactly those of
+/// `TraceRecord.appendJSONLine(to:)` for the record the event stands for (a test compares
+/// them). Used on one sink's writer thread only.
+///
+/// The writer thread encodes every record, and on a 2-core machine its time is taken from
+/// the traced loop: hence plain pointer writes, and no reference counting per event.
+package struct _JSONEventEncoder {
+  private let sources: _TraceSources
+  private var tables: [_TraceStrings] = []
+  private var bySource: [_QuotedTable] = []
+
+  package init(sources: _TraceSources) {
+    self.sources = sources
+  }
+
+  /// Appends the line of `event` to `buffer`.
+  mutating func append(_ event: _TraceEvent, to buffer: _LineBuffer) {
+    let index = Int(event.source)
+    while index >= bySource.count {
+      if bySource.count >= tables.count { tables = sources.tables() }
+      bySource.append(_QuotedTable(tables[bySource.count]))
+    }
+    bySource[index].encode(event, to: buffer)
+  }
+
+  /// The lines of `events`, for tests.
+  package mutating func lines(_ events: [_TraceEvent]) -> String {
+    let buffer = _LineBuffer()
+    for event in events { append(event, to: buffer) }
+    return String(decoding: buffer.bytes, as: UTF8.self)
+  }
+}
+
+/// One tracer's strings, quoted, and the parts of a line that are the same for all its
+/// records; on the writer thread only.
+final class _QuotedTable {
+  private let table: _TraceStrings
+  // `{"v":1,"run":"<run id>","seq":`
+  private let head: UnsafeMutableBufferPointer<UInt8>
+  // `,"pid":<pid>,"tid":`
+  private let pid: UnsafeMutableBufferPointer<UInt8>
+  // The quoted strings by id, each in its own allocation (freed with the table).
+  private var quoted: [UnsafeMutableBufferPointer<UInt8>] = []
+  // The six activities' names, quoted; allocated once for the process.
+  nonisolated(unsafe) private static let activityNames:
+    [(rawValue: UInt32, quoted: UnsafeMutableBufferPointer<UInt8>)] =
+      LoopActivity.sequence.map { ($0.rawValue, copy(_LineBuffer.quoted($0.name))) }
+
+  init(_ table: _TraceStrings) {
+    self.table = table
+    let buffer = _LineBuffer(capacity: 256)
+    buffer.write(#"{"v":"#)
+    buffer.writeDecimal(Int64(TraceRecord.schemaVersion))
+    buffer.write(#","run":"#)
+    buffer.writeQuoted(table.runID)
+    buffer.reserve(64)
+    buffer.write(#","seq":"#)
+    head = Self.copy(buffer.bytes)
+    buffer.removeAll()
+    buffer.write(#","pid":"#)
+    buffer.writeDecimal(Int64(table.processID))
+    buffer.write(#","tid":"#)
+    pid = Self.copy(buffer.bytes)
+  }
+
+  deinit {
+    head.deallocate()
+    pid.deallocate()
+    for bytes in quoted { bytes.deallocate() }
+  }
+
+  private static func copy(_ bytes: some Collection<UInt8>) -> UnsafeMutableBufferPointer<UInt8> {
+    let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: bytes.count)
+    _ = copy.initialize(from: bytes)
+    return copy
+  }
+
+  /// The quoted bytes of string `id` (ids only grow: a new one means new strings).
+  private func fragment(_ id: UInt32) -> UnsafeBufferPointer<UInt8> {
+    if Int(id) >= quoted.count {
+      let strings = table.snapshot().strings
+      for string in strings[quoted.count...] {
+        quoted.append(Self.copy(_LineBuffer.quoted(string)))
+      }
+    }
+    return UnsafeBufferPointer(quoted[Int(id)])
+  }
+
+  func encode(_ event: _TraceEvent, to buffer: _LineBuffer) {
+    let thread = fragment(event.thread)
+    let mode = fragment(event.mode)
+    let kind = event.calloutKind == _TraceEvent.none ? nil : fragment(event.calloutKind)
+    let name = event.calloutName == _TraceEvent.none ? nil : fragment(event.calloutName)
+    var activity: UnsafeBufferPointer<UInt8>?
+    var otherActivity: UnsafeMutableBufferPointer<UInt8>?  // a combination: not in the list
+    defer { otherActivity?.deallocate() }
+    if event.kind == .activity {
+      if let known = Self.activityNames.first(where: { $0.rawValue == event.activity }) {
+        activity = UnsafeBufferPointer(known.quoted)
+      } else {
+        otherActivity = Self.copy(_LineBuffer.quoted(_TraceStrings.activityName(event.activity)))
+        activity = otherActivity.map { UnsafeBufferPointer($0) }
+      }
+    }
+    let head = UnsafeBufferPointer(self.head)
+    let pid = UnsafeBufferPointer(self.pid)
+    // Room for the rest: the keys, at most 20 bytes per number.
+    let room =
+      head.count + pid.count + thread.count + mode.count + (kind?.count ?? 0)
+      + (name?.count ?? 0) + (activity?.count ?? 0) + 512
+    buffer.withCursor(reserving: room) { line in
+      line.write(head)
+      line.writeDecimal(event.seq)
+      switch event.kind {
+      case .activity: line.write(#","record":"activity","ts_ns":"#)
+      case .callout: line.write(#","record":"callout","ts_ns":"#)
+      case .sleep: line.write(#","record":"sleep","ts_ns":"#)
+      }
+      line.writeDecimal(event.timestamp)
+      line.write(#","wall_ns":"#)
+      line.writeDecimal(event.wallTime)
+      line.write(pid)
+      line.writeDecimal(Int64(event.tid))
+      line.write(#","thread":"#)
+      line.write(thread)
+      line.write(#","loop":"#)
+      line.writeDecimal(event.loop)
+      line.write(#","mode":"#)
+      line.write(mode)
+      line.write(#","iteration":"#)
+      line.writeDecimal(event.iteration)
+      line.write(#","depth":"#)
+      line.writeDecimal(Int64(event.depth))
+      switch event.kind {
+      case .activity:
+        line.write(#","activity":"#)
+        if let activity { line.write(activity) }
+      case .callout:
+        if let kind {
+          line.write(#","callout_kind":"#)
+          line.write(kind)
+        }
+        if let name {
+          line.write(#","callout_name":"#)
+          line.write(name)
+        }
+        line.write(#","duration_ns":"#)
+        line.writeDecimal(event.duration)
+        if event.hasDue {
+          line.write(#","due_ns":"#)
+          line.writeDecimal(event.dueAt)
+          line.write(#","lateness_ns":"#)
+          line.writeDecimal(event.timestamp - event.dueAt)
+        }
+      case .sleep:
+        line.write(#","duration_ns":"#)
+        line.writeDecimal(event.duration)
+      }
+      line.write("}\n")
+    }
+  }
+}

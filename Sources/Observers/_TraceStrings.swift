@@ -1,0 +1,217 @@
+import Glibc
+import RunLoopCore
+
+/// A tracer's strings (thread names, modes, call-out kinds and names), each stored once and
+/// named by a small integer id that ``_TraceEvent`` values carry; plus the tracer's record
+/// numbering and its thread-name cache, under the same lock, so that the loop thread takes
+/// one short lock per event.
+///
+/// Ids are never reused, so an event queued before its thread exited still resolves to the
+/// name it was recorded with. The table holds at most ``capacity`` strings: a tracer whose
+/// call-out names are all different (a name made per request, say) would otherwise grow it
+/// for ever. Past that, the tracer sends whole records for new strings (the slow path it had
+/// before events), so nothing is lost and the memory stays bounded.
+package final class _TraceStrings: Sendable {
+  /// The most strings a table holds.
+  package static let capacity = 4096
+
+  package let runID: String
+  package let processID: Int32
+  private let state: GuardedState<Table>
+
+  struct Table {
+    var strings: [String] = []
+    var ids: [String: UInt32] = [:]
+    var seq: UInt64 = 0
+    // Thread-name ids by tid (read once per thread, forgotten when the thread's loop exits);
+    // the last thread looked up first, since a loop asks for its own thread every time.
+    var threadNames: [pid_t: UInt32] = [:]
+    var lastThread: (tid: pid_t, id: UInt32) = (0, _TraceEvent.none)
+    // The last string of each field: a loop mostly repeats its mode and call-outs, and
+    // comparing two equal strings is cheaper than hashing one.
+    var lastMode: (string: String, id: UInt32) = ("", _TraceEvent.none)
+    var lastKind: (string: String, id: UInt32) = ("", _TraceEvent.none)
+    var lastName: (string: String, id: UInt32) = ("", _TraceEvent.none)
+
+    /// The id of `string`, added when new; `nil` when the table is full.
+    mutating func intern(_ string: String) -> UInt32? {
+      if let id = ids[string] { return id }
+      guard strings.count < _TraceStrings.capacity else { return nil }
+      let id = UInt32(strings.count)
+      strings.append(string)
+      ids[string] = id
+      return id
+    }
+
+    mutating func mode(_ string: String) -> UInt32? {
+      if lastMode.id != _TraceEvent.none, lastMode.string == string { return lastMode.id }
+      guard let id = intern(string) else { return nil }
+      lastMode = (string, id)
+      return id
+    }
+
+    mutating func kind(_ string: String) -> UInt32? {
+      if lastKind.id != _TraceEvent.none, lastKind.string == string { return lastKind.id }
+      guard let id = intern(string) else { return nil }
+      lastKind = (string, id)
+      return id
+    }
+
+    mutating func name(_ string: String) -> UInt32? {
+      if lastName.id != _TraceEvent.none, lastName.string == string { return lastName.id }
+      guard let id = intern(string) else { return nil }
+      lastName = (string, id)
+      return id
+    }
+
+    mutating func thread(_ tid: pid_t) -> UInt32? {
+      if lastThread.tid == tid, lastThread.id != _TraceEvent.none { return lastThread.id }
+      guard let id = threadNames[tid] else { return nil }
+      lastThread = (tid, id)
+      return id
+    }
+  }
+
+  package init(runID: String, processID: Int32) {
+    self.runID = runID
+    self.processID = processID
+    self.state = GuardedState(Table())
+  }
+
+  /// Numbers `event` and fills in its thread and mode ids (and, for a call-out, its kind and
+  /// name ids); returns `false` when a string could not be added (the table is full), in
+  /// which case the caller sends a whole record instead. Called on the loop thread.
+  package func stamp(
+    _ event: inout _TraceEvent, mode: String, calloutKind: String? = nil,
+    calloutName: String? = nil
+  ) -> Bool {
+    let tid = event.tid
+    var known = state.withLock { table -> Bool? in
+      table.seq &+= 1
+      event.seq = table.seq
+      guard let thread = table.thread(tid) else { return nil }
+      event.thread = thread
+      return table.fill(&event, mode: mode, calloutKind: calloutKind, calloutName: calloutName)
+    }
+    if known == nil {
+      // First event of this thread: read its name outside the lock, once.
+      let name = _readFirstLine("/proc/self/task/\(tid)/comm") ?? "thread-\(tid)"
+      known = state.withLock { table -> Bool in
+        let id: UInt32
+        if let existing = table.threadNames[tid] {
+          id = existing
+        } else {
+          guard let added = table.intern(name) else { return false }
+          table.threadNames[tid] = added
+          id = added
+        }
+        event.thread = id
+        return table.fill(&event, mode: mode, calloutKind: calloutKind, calloutName: calloutName)
+      }
+    }
+    return known ?? false
+  }
+
+  /// The thread name of `tid`, as events record it (the slow path and record sinks).
+  func threadName(_ tid: pid_t) -> String {
+    if let name = state.withLock({ table in table.threadNames[tid].map { table.strings[Int($0)] } })
+    {
+      return name
+    }
+    let name = _readFirstLine("/proc/self/task/\(tid)/comm") ?? "thread-\(tid)"
+    state.withLock { table in
+      if table.threadNames[tid] == nil, let id = table.intern(name) { table.threadNames[tid] = id }
+    }
+    return name
+  }
+
+  /// The next record number, for a record built without an event.
+  func nextSequence() -> UInt64 {
+    state.withLock { table in
+      table.seq &+= 1
+      return table.seq
+    }
+  }
+
+  /// Forgets the thread name of `tid` (its thread exited; the tid may be reused). Events
+  /// already queued keep resolving to it: the string stays in the table.
+  func forgetThread(_ tid: pid_t) {
+    state.withLock { table in
+      table.threadNames[tid] = nil
+      if table.lastThread.tid == tid { table.lastThread = (0, _TraceEvent.none) }
+    }
+  }
+
+  /// The strings as they are now: every id handed out before the call resolves in it.
+  package func snapshot() -> Snapshot {
+    Snapshot(runID: runID, processID: processID, strings: state.withLock { $0.strings })
+  }
+
+  /// A copy of the table for the writer thread, which reads it with no lock.
+  package struct Snapshot {
+    package let runID: String
+    package let processID: Int32
+    package let strings: [String]
+
+    package func string(_ id: UInt32) -> String? {
+      id == _TraceEvent.none ? nil : strings[Int(id)]
+    }
+
+    /// The record `event` stands for.
+    package func record(for event: _TraceEvent) -> TraceRecord {
+      var record = TraceRecord(
+        run: runID, seq: event.seq, record: event.kind, timestamp: event.timestamp,
+        wallTime: event.wallTime, pid: processID, tid: event.tid,
+        thread: strings[Int(event.thread)], loop: event.loop, mode: strings[Int(event.mode)],
+        iteration: event.iteration, depth: event.depth)
+      switch event.kind {
+      case .activity:
+        record.activity = _TraceStrings.activityName(event.activity)
+      case .callout:
+        record.calloutKind = string(event.calloutKind)
+        record.calloutName = string(event.calloutName)
+        record.duration = event.duration
+        if event.hasDue {
+          record.dueAt = event.dueAt
+          record.lateness = event.timestamp - event.dueAt
+        }
+      case .sleep:
+        record.duration = event.duration
+      }
+      return record
+    }
+  }
+
+  /// The name of an activity (a switch for the six single ones: `LoopActivity.name` builds
+  /// a joined string every time).
+  static func activityName(_ rawValue: UInt32) -> String {
+    switch LoopActivity(rawValue: rawValue) {
+    case .entry: "entry"
+    case .beforeTimers: "beforeTimers"
+    case .beforeSources: "beforeSources"
+    case .beforeWaiting: "beforeWaiting"
+    case .afterWaiting: "afterWaiting"
+    case .exit: "exit"
+    case let other: other.name
+    }
+  }
+}
+
+extension _TraceStrings.Table {
+  /// Fills in the mode, kind and name ids; `false` when one could not be added.
+  fileprivate mutating func fill(
+    _ event: inout _TraceEvent, mode: String, calloutKind: String?, calloutName: String?
+  ) -> Bool {
+    guard let modeID = self.mode(mode) else { return false }
+    event.mode = modeID
+    if let calloutKind {
+      guard let id = kind(calloutKind) else { return false }
+      event.calloutKind = id
+    }
+    if let calloutName {
+      guard let id = name(calloutName) else { return false }
+      event.calloutName = id
+    }
+    return true
+  }
+}

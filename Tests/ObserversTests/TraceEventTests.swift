@@ -1,0 +1,87 @@
+import Foundation
+import Glibc
+import RunLoopCore
+import RunLoopObservers
+import Testing
+
+/// The tracer hands the sinks of this package compact events and their writer threads build
+/// the records: what they write must be exactly what the records say.
+@Suite("Compact trace events")
+struct TraceEventTests {
+  /// A sink of records, as a user would write one: it gets whole records from the tracer.
+  final class RecordingSink: TraceSink, Sendable {
+    let records = GuardedState<[TraceRecord]>([])
+    func enqueue(_ record: TraceRecord) { records.withLock { $0.append(record) } }
+    func close() {}
+  }
+
+  @Test func eventLinesAreByteForByteTheLinesOfTheirRecords() throws {
+    let strings = _TraceStrings(runID: "run \"7\" \\ ü", processID: 4242)
+    let sources = _TraceSources()
+    let source = sources.register(strings)
+    let tid = EventRunLoop.current.threadID
+    var events: [_TraceEvent] = []
+    func event(
+      _ kind: TraceRecord.Kind, mode: String, kindName: String? = nil, name: String? = nil,
+      configure: (inout _TraceEvent) -> Void = { _ in }
+    ) throws {
+      var event = _TraceEvent(
+        kind: kind, seq: 0, timestamp: 1_000_000 + Int64(events.count), wallTime: -5,
+        loop: 3, iteration: UInt64.max, depth: 2, tid: tid, thread: _TraceEvent.none,
+        mode: _TraceEvent.none)
+      event.source = source
+      configure(&event)
+      #expect(strings.stamp(&event, mode: mode, calloutKind: kindName, calloutName: name))
+      events.append(event)
+    }
+    for activity in LoopActivity.sequence {
+      try event(.activity, mode: "default") { $0.activity = activity.rawValue }
+    }
+    // A combination (the loop reports single activities, but the encoder must not guess).
+    try event(.activity, mode: "tab\there") {
+      $0.activity = LoopActivity([.entry, .exit]).rawValue
+    }
+    try event(.callout, mode: "default", kindName: "timer", name: "quote \" back \\ bell \u{7}") {
+      $0.duration = 1234
+      $0.dueAt = 2_000_000  // due after it started: negative lateness
+      $0.hasDue = true
+    }
+    try event(.callout, mode: "line\nbreak", kindName: "observer", name: "日本語 \r") {
+      $0.duration = 0
+    }
+    try event(.sleep, mode: "default") { $0.duration = Int64.max }
+    var encoder = _JSONEventEncoder(sources: sources)
+    let lines = encoder.lines(events)
+    let snapshot = strings.snapshot()
+    let records = events.map { snapshot.record(for: $0) }
+    #expect(lines == records.map(\.jsonLine).joined())
+    // And the lines read back as the same records.
+    #expect(try TraceLog.parse(lines) == records)
+    #expect(records.map(\.seq) == Array(1...UInt64(events.count)))
+    #expect(records[6].activity == "entry|exit")
+    #expect(records[7].lateness == 1_000_007 - 2_000_000)
+    #expect(records[8].dueAt == nil && records[8].lateness == nil)
+  }
+
+  @Test func tracerPastItsStringTableSendsWholeRecordsAndLosesNothing() throws {
+    let path = temporaryPath("many-names.jsonl")
+    defer { unlink(path) }
+    let names = _TraceStrings.capacity + 200
+    let recording = RecordingSink()
+    try onNewThread("names") { loop in
+      let sink = try JSONLinesSink(path: path)
+      let tracer = LoopTracer(sinks: [sink, recording], runID: "names")
+      tracer.attach(to: loop)
+      for index in 0..<names { _ = loop.perform(inModes: [.default], name: "block-\(index)") {} }
+      try loop.run(mode: .default, timeout: .zero)
+      tracer.close()
+    }
+    let records = try TraceLog.read(contentsOf: path)
+    let blockNames = records.filter { $0.calloutKind == "block" }.compactMap(\.calloutName)
+    #expect(blockNames == (0..<names).map { "block-\($0)" })
+    #expect(records.map(\.seq) == Array(1...UInt64(records.count)))
+    #expect(records.allSatisfy { $0.thread == "names" && $0.run == "names" })
+    // A sink of records gets the same records as the JSON file, field by field.
+    #expect(recording.records.withLock { $0 } == records)
+  }
+}
