@@ -139,26 +139,30 @@ extension EventRunLoop {
     refreshPassCache(for: mode)
     // Whether `mode` is common is decided once for the batch, not hashed per request.
     let isCommon = local.passCache.isCommon
-    let batch = state.withLock { state -> Deque<PerformRequest> in
-      guard !state.performQueue.isEmpty else { return [] }
+    // The queue and the batch trade storage: the batch taken last time, emptied, becomes
+    // the queue, so a steady stream of requests allocates no queue storage. (A call-out
+    // that runs the loop nested takes the spare first; whichever is left is kept.)
+    var batch = Deque<PerformRequest>()
+    swap(&batch, &local.spareBatch)
+    state.withLock { state in
+      guard !state.performQueue.isEmpty else { return }
       if state.performQueue.allSatisfy({ $0.matches(mode, modeIsCommon: isCommon) }) {
-        var all = Deque<PerformRequest>()
-        swap(&all, &state.performQueue)
-        return all
+        swap(&batch, &state.performQueue)
+        return
       }
-      var taken = Deque<PerformRequest>()
       var kept = Deque<PerformRequest>()
       for request in state.performQueue {
         if request.matches(mode, modeIsCommon: isCommon) {
-          taken.append(request)
+          batch.append(request)
         } else {
           kept.append(request)
         }
       }
       state.performQueue = kept
-      return taken
     }
     for request in batch { request.runIfPending(on: self) }
+    batch.removeAll(keepingCapacity: true)
+    swap(&batch, &local.spareBatch)
   }
 
   /// Step 5: checks without blocking whether a version-1 source is ready. Returns the

@@ -333,6 +333,7 @@ public final class EventRunLoop: @unchecked Sendable {
     instrumentsVersion.wrappingAdd(1, ordering: .releasing)
     local.instrumentCache = InstrumentCache()
     local.passCache = PassCache()
+    local.spareBatch = Deque()
     for request in abandoned { request.abandon() }
     for (source, mode) in sources { source.cancelHandler?(self, mode) }
     for instrument in instruments { noteInstrumentRemoved(instrument) }
@@ -437,6 +438,8 @@ struct LoopThreadState {
   var modes: [LoopMode] = []
   var instrumentCache = InstrumentCache()
   var passCache = PassCache()
+  // Empty storage for the next batch of perform requests (see `runPerformRequests`).
+  var spareBatch = Deque<PerformRequest>()
 }
 
 /// The loop thread's snapshot of what a pass in one mode reads from `LoopState`, valid while
