@@ -32,14 +32,15 @@ enum ClockReference {
   }
 
   /// The instant for a nanosecond reading made by ``nanoseconds(of:)``.
-  static func instant(nanoseconds: Int64) -> ContinuousClock.Instant {
-    reference.instant + .nanoseconds(nanoseconds - reference.nanoseconds)
+  /// The current time on CLOCK_BOOTTIME, the clock `ContinuousClock` reads on Linux, in
+  /// nanoseconds.
+  static func nowNanoseconds() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_BOOTTIME, &spec)
+    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
   }
 
-  /// An absolute `timespec` for `instant` on `CLOCK_BOOTTIME`.
-  static func timespecValue(of instant: ContinuousClock.Instant) -> timespec {
-    let nanoseconds = Self.nanoseconds(of: instant)
-    return timespec(
-      tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+  static func instant(nanoseconds: Int64) -> ContinuousClock.Instant {
+    reference.instant + .nanoseconds(nanoseconds - reference.nanoseconds)
   }
 }

@@ -57,7 +57,9 @@ extension EventRunLoop {
   {
     if sourceHandled && plan.returnAfterSourceHandled { return .handledSource }
     if plan.pollOnly { return .timedOut }
-    if let deadline = plan.deadline, ContinuousClock.now >= deadline { return .timedOut }
+    if let deadline = plan.deadlineNanoseconds, ClockReference.nowNanoseconds() >= deadline {
+      return .timedOut
+    }
     let stopped =
       published.stopPending.load(ordering: .sequentiallyConsistent)
       && state.withLock { state -> Bool in
@@ -199,14 +201,14 @@ extension EventRunLoop {
     -> Int
   {
     if poll { return poller.wait(into: buffer, block: false) }
-    var wake = plan.deadline
+    var wake = plan.deadlineNanoseconds
     refreshPassCache(for: mode)
     for provider in local.passCache.providers {
-      if let due = provider.nextDeadline(in: mode, of: self), wake.map({ due < $0 }) ?? true {
-        wake = due
-      }
+      guard let due = provider.nextDeadline(in: mode, of: self) else { continue }
+      let dueNanoseconds = ClockReference.nanoseconds(of: due)
+      if wake.map({ dueNanoseconds < $0 }) ?? true { wake = dueNanoseconds }
     }
-    poller.arm(wake)
+    poller.arm(nanoseconds: wake)
     guard refreshInstruments().contains(.sleeps) else {
       return poller.wait(into: buffer, block: true)
     }

@@ -22,7 +22,7 @@ extension EventRunLoop {
     inModes modes: [LoopMode] = EventRunLoop.commonModesOnly, name: String = "perform",
     _ body: @escaping @Sendable () -> Void
   ) -> PerformRequest {
-    let request = PerformRequest(name: name, modes: modes, loop: self, waitable: false, body: body)
+    let request = PerformRequest(name: name, modes: modes, waitable: false, body: body)
     enqueue(request)
     return request
   }
@@ -47,7 +47,7 @@ extension EventRunLoop {
       withCallout(.block, name: name, dueAt: nil, body)
       return
     }
-    let request = PerformRequest(name: name, modes: modes, loop: self, waitable: true, body: body)
+    let request = PerformRequest(name: name, modes: modes, waitable: true, body: body)
     enqueue(request)
     var outcome = request.wait(until: deadline)
     if outcome == nil {
@@ -84,13 +84,5 @@ extension EventRunLoop {
       return true
     }
     if accepted { wakeUp() } else { request.abandon() }
-  }
-
-  func dequeue(_ request: PerformRequest) {
-    state.withLock { state in
-      if let index = state.performQueue.firstIndex(where: { $0 === request }) {
-        state.performQueue.remove(at: index)
-      }
-    }
   }
 }

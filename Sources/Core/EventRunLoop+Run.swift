@@ -155,7 +155,9 @@ extension EventRunLoop {
     let isCommon = local.passCache.isCommon
     if published.performCount.load(ordering: .sequentiallyConsistent) > 0 {
       let queued = state.withLock { state in
-        state.performQueue.contains { $0.matches(mode, modeIsCommon: isCommon) }
+        state.performQueue.contains {
+          $0.state == .pending && $0.matches(mode, modeIsCommon: isCommon)
+        }
       }
       if queued { return false }
     }
@@ -168,7 +170,18 @@ extension EventRunLoop {
 struct RunPlan {
   /// When the run times out; `nil` for never (or for a poll-only run).
   let deadline: ContinuousClock.Instant?
+  /// `deadline` on CLOCK_BOOTTIME in nanoseconds, converted once per run: a pass compares
+  /// plain integers rather than `ContinuousClock.Instant`s, whose layout is hidden from this
+  /// module (each comparison of two of them is a call through their type's witnesses).
+  let deadlineNanoseconds: Int64?
   /// A zero timeout: one pass, no sleep.
   let pollOnly: Bool
   let returnAfterSourceHandled: Bool
+
+  init(deadline: ContinuousClock.Instant?, pollOnly: Bool, returnAfterSourceHandled: Bool) {
+    self.deadline = deadline
+    self.deadlineNanoseconds = deadline.map(ClockReference.nanoseconds(of:))
+    self.pollOnly = pollOnly
+    self.returnAfterSourceHandled = returnAfterSourceHandled
+  }
 }

@@ -54,7 +54,20 @@ public final class EventRunLoop: @unchecked Sendable {
   // Changes whenever the loop's own instruments change.
   let instrumentsVersion = Atomic<UInt64>(0)
   // Loop thread only.
-  var local = LoopThreadState()
+  //
+  // Kept behind a pointer rather than in a stored property: a class's stored `var` is
+  // checked for exclusive access at run time on every use (a call into the runtime and a
+  // thread-local look-up each), and a pass reads and writes this state dozens of times.
+  // Only the loop's thread touches it, so the check protects nothing here.
+  private let localStorage: UnsafeMutablePointer<LoopThreadState> = {
+    let pointer = UnsafeMutablePointer<LoopThreadState>.allocate(capacity: 1)
+    pointer.initialize(to: LoopThreadState())
+    return pointer
+  }()
+  var local: LoopThreadState {
+    unsafeAddress { UnsafePointer(localStorage) }
+    unsafeMutableAddress { localStorage }
+  }
 
   init(threadID: pid_t, isMain: Bool) throws(RunLoopError) {
     self.id = loopIdentityCounter.wrappingAdd(1, ordering: .relaxed).newValue
@@ -64,6 +77,11 @@ public final class EventRunLoop: @unchecked Sendable {
     self.published = published
     self.state = GuardedState(LoopState(published: published))
     self.poller = try Poller()
+  }
+
+  deinit {
+    localStorage.deinitialize(count: 1)
+    localStorage.deallocate()
   }
 
   /// The calling thread's run loop, created on first use.

@@ -60,21 +60,22 @@ public final class PerformRequest: Sendable {
   /// ```
   public let modes: [LoopMode]
 
-  let body: @Sendable () -> Void
+  // Touched only by the thread that moves the request out of `pending` (the loop's, to run
+  // it; a canceller's or the exiting thread's, to drop it): the state's compare-and-swap
+  // picks exactly one, and orders its use after everything before.
+  private nonisolated(unsafe) var body: (@Sendable () -> Void)?
+  // The default, `[.common]`: matching is then one flag, not a search of `modes` (whose
+  // comparisons of mode names go through `Equatable`'s witnesses).
+  private let commonModesOnly: Bool
   private let stateBits = Atomic<UInt8>(State.pending.rawValue)
   private let done: DispatchSemaphore?
-  // Strong: a weak reference costs side-table traffic on every request. The cycle it makes
-  // with the loop's queue lasts only while the request is queued: the pass that runs it,
-  // `cancel()` and the thread's exit all take it out of the queue.
-  private let loop: EventRunLoop
-
   init(
-    name: String, modes: [LoopMode], loop: EventRunLoop, waitable: Bool,
+    name: String, modes: [LoopMode], waitable: Bool,
     body: @escaping @Sendable () -> Void
   ) {
     self.name = name
     self.modes = modes
-    self.loop = loop
+    self.commonModesOnly = modes.count == 1 && modes[0] == .common
     self.body = body
     self.done = waitable ? DispatchSemaphore(value: 0) : nil
   }
@@ -88,7 +89,10 @@ public final class PerformRequest: Sendable {
   public var state: State { State(rawValue: stateBits.load(ordering: .acquiring)) ?? .pending }
 
   /// Cancels the request if it has not started; returns whether it did. A cancelled request
-  /// never runs.
+  /// never runs, and its closure (with what it captured) is released at once. The request
+  /// itself stays in its loop's queue, inert, until the loop next takes a batch in one of its
+  /// modes: a request holds no reference to its loop, so queueing one costs the loop's
+  /// reference count nothing. It no longer keeps a run of its modes from finishing.
   ///
   /// ```swift
   /// let request = loop.perform { expensive() }
@@ -97,7 +101,7 @@ public final class PerformRequest: Sendable {
   @discardableResult
   public func cancel() -> Bool {
     guard transition(from: .pending, to: .cancelled) else { return false }
-    loop.dequeue(self)
+    body = nil
     done?.signal()
     return true
   }
@@ -105,7 +109,8 @@ public final class PerformRequest: Sendable {
   /// Whether the request may run in `mode`, given whether `mode` is one of the loop's
   /// common modes.
   func matches(_ mode: LoopMode, modeIsCommon: Bool) -> Bool {
-    modes.contains(mode) || (modeIsCommon && modes.contains(.common))
+    if commonModesOnly { return modeIsCommon }
+    return modes.contains(mode) || (modeIsCommon && modes.contains(.common))
   }
 
   func transition(from old: State, to new: State) -> Bool {
@@ -116,7 +121,8 @@ public final class PerformRequest: Sendable {
 
   /// Runs the body if still pending; the loop calls this on its thread.
   func runIfPending(on loop: EventRunLoop) {
-    guard transition(from: .pending, to: .running) else { return }
+    guard transition(from: .pending, to: .running), let body else { return }
+    self.body = nil
     loop.withCallout(.block, name: name, dueAt: nil, body)
     stateBits.store(State.finished.rawValue, ordering: .releasing)
     done?.signal()
@@ -124,7 +130,9 @@ public final class PerformRequest: Sendable {
 
   /// Marks a request that will never run because its loop is gone.
   func abandon() {
-    if transition(from: .pending, to: .abandoned) { done?.signal() }
+    guard transition(from: .pending, to: .abandoned) else { return }
+    body = nil
+    done?.signal()
   }
 
   /// Blocks until the request ended or `deadline` passed; returns the final state, or

@@ -16,7 +16,7 @@ final class Poller {
   let wakeDescriptor: Int32
   let timerDescriptor: Int32
   // Loop thread only: the absolute deadline the timerfd is armed for (nil: disarmed).
-  private var armedDeadline: ContinuousClock.Instant?
+  private var armedDeadline: Int64?
   // Loop thread only: one event buffer per nesting depth, so a nested run never overwrites
   // the events an outer pass is still handling.
   private var buffers: [UnsafeMutableRawPointer] = []
@@ -84,14 +84,17 @@ final class Poller {
     armedDeadline = nil
   }
 
-  /// Arms the timerfd for `deadline` (absolute), or disarms it for `nil`; skips the system
-  /// call when nothing changes.
-  func arm(_ deadline: ContinuousClock.Instant?) {
+  /// Arms the timerfd for `deadline` (absolute, CLOCK_BOOTTIME nanoseconds, at least 1 as
+  /// `ClockReference` gives them), or disarms it for `nil`; skips the system call when
+  /// nothing changes.
+  func arm(nanoseconds deadline: Int64?) {
     guard deadline != armedDeadline else { return }
     armedDeadline = deadline
     var spec = itimerspec()
     if let deadline {
-      spec.it_value = ClockReference.timespecValue(of: deadline)
+      let positive = max(1, deadline)
+      spec.it_value = timespec(
+        tv_sec: Int(positive / 1_000_000_000), tv_nsec: Int(positive % 1_000_000_000))
     }
     _ = timerfd_settime(timerDescriptor, Int32(TFD_TIMER_ABSTIME), &spec, nil)
   }

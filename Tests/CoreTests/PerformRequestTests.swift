@@ -139,4 +139,49 @@ struct PerformRequestTests {
     }
     #expect(result == .timedOut)
   }
+
+  @Test func cancelledRequestNoLongerKeepsItsModeFromFinishing() throws {
+    let result = try onNewThread { loop -> RunResult in
+      loop.perform {}.cancel()
+      return try loop.run(mode: .default, timeout: .seconds(30))
+    }
+    #expect(result == .finished)
+  }
+
+  @Test func cancelledRequestReleasesWhatItsClosureCapturedAtOnce() throws {
+    final class Payload: Sendable {}
+    let (releasedAtCancel, laterRequestRan) = try onNewThread { loop -> (Bool, Bool) in
+      weak var watched: Payload?
+      let request: PerformRequest
+      do {
+        let payload = Payload()
+        watched = payload
+        // In a mode the loop never runs, so only `cancel()` can let go of the closure.
+        request = loop.perform(inModes: [LoopMode("never-run")]) { _ = payload }
+      }
+      let heldWhilePending = watched != nil
+      request.cancel()
+      let released = heldWhilePending && watched == nil
+      let ran = GuardedState(false)
+      loop.perform { ran.withLock { $0 = true } }
+      try loop.run(mode: .default, timeout: .zero)
+      return (released, ran.withLock { $0 })
+    }
+    #expect(releasedAtCancel)
+    #expect(laterRequestRan)
+  }
+
+  @Test func requestCancelledFromAnotherThreadWhileQueuedNeverRuns() throws {
+    let (ran, state) = try onNewThread { loop -> (Bool, PerformRequest.State) in
+      let ran = GuardedState(false)
+      let request = loop.perform { ran.withLock { $0 = true } }
+      let canceller = RunLoopThread(name: "canceller") { _ in request.cancel() }
+      try canceller.start()
+      try canceller.join()
+      try loop.run(mode: .default, timeout: .zero)
+      return (ran.withLock { $0 }, request.state)
+    }
+    #expect(!ran)
+    #expect(state == .cancelled)
+  }
 }
