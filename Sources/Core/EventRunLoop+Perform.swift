@@ -83,6 +83,6 @@ extension EventRunLoop {
       state.performQueue.append(request)
       return true
     }
-    if accepted { wakeUp() } else { request.abandon() }
+    if accepted { wakeUpAfterPublishing() } else { request.abandon() }
   }
 }

@@ -207,6 +207,18 @@ public final class EventRunLoop: @unchecked Sendable {
     }
   }
 
+  /// `wakeUp()` for a caller whose change was published with a sequentially consistent
+  /// store (the perform count): in the single total order of such operations that store
+  /// comes before this load of the flag, and the loop's clearing of the flag before its load
+  /// of the count, so one of the two sees the other's write. The fence `wakeUp()` needs to
+  /// order plain writes is left out.
+  func wakeUpAfterPublishing() {
+    guard !wakePending.load(ordering: .sequentiallyConsistent) else { return }
+    if !wakePending.exchange(true, ordering: .sequentiallyConsistent) {
+      poller.wake()
+    }
+  }
+
   /// Ends the innermost active run, which returns ``RunResult/stopped``. Safe from any
   /// thread. When the loop is not running, nothing happens: the request is not remembered
   /// for a later run (as in CoreFoundation).
