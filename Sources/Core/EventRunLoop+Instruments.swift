@@ -14,7 +14,11 @@ extension EventRunLoop {
     _ kind: CalloutKind, name: String, dueAt: ContinuousClock.Instant? = nil,
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
-    guard isCurrent, refreshInstruments().contains(.callouts) else { return try body() }
+    // First the process-wide count of instruments that want call-outs (one atomic load;
+    // usually 0), then the thread-local look-up of `isCurrent`.
+    guard calloutInstrumentCount.load(ordering: .relaxed) > 0, isCurrent,
+      refreshInstruments().contains(.callouts)
+    else { return try body() }
     let start = ContinuousClock.now
     defer {
       let record = CalloutRecord(kind: kind, name: name, start: start, end: .now, dueAt: dueAt)
