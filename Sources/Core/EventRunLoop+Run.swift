@@ -168,18 +168,16 @@ extension EventRunLoop {
 
 /// How one run should go.
 struct RunPlan {
-  /// When the run times out; `nil` for never (or for a poll-only run).
-  let deadline: ContinuousClock.Instant?
-  /// `deadline` on CLOCK_BOOTTIME in nanoseconds, converted once per run: a pass compares
-  /// plain integers rather than `ContinuousClock.Instant`s, whose layout is hidden from this
-  /// module (each comparison of two of them is a call through their type's witnesses).
+  /// When the run times out, on CLOCK_BOOTTIME in nanoseconds (as `ClockReference` gives
+  /// them); `nil` for never (or for a poll-only run). Not a `ContinuousClock.Instant`: that
+  /// type's layout is hidden from this module, so a plan holding one would be copied and
+  /// compared through witnesses, several times a pass.
   let deadlineNanoseconds: Int64?
   /// A zero timeout: one pass, no sleep.
   let pollOnly: Bool
   let returnAfterSourceHandled: Bool
 
   init(deadline: ContinuousClock.Instant?, pollOnly: Bool, returnAfterSourceHandled: Bool) {
-    self.deadline = deadline
     self.deadlineNanoseconds = deadline.map(ClockReference.nanoseconds(of:))
     self.pollOnly = pollOnly
     self.returnAfterSourceHandled = returnAfterSourceHandled
