@@ -75,32 +75,14 @@ final class _LineBuffer {
     bytes.withUnsafeBufferPointer { write($0) }
   }
 
-  /// An unsigned integer in decimal (at most 20 bytes).
+  /// An unsigned integer in decimal (at most 20 bytes), written by the cursor's code.
   func writeDecimal(_ value: UInt64) {
-    if value < 10 {
-      write(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value))
-      return
-    }
-    var digits = 0
-    var rest = value
-    while rest != 0 {
-      digits += 1
-      rest /= 10
-    }
-    rest = value
-    var position = count + digits
-    while rest != 0 {
-      position -= 1
-      base[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-      rest /= 10
-    }
-    count += digits
+    withCursor(reserving: 20) { $0.writeDecimal(value) }
   }
 
-  /// A signed integer in decimal (at most 20 bytes).
+  /// A signed integer in decimal (at most 21 bytes).
   func writeDecimal(_ value: Int64) {
-    if value < 0 { write(UInt8(ascii: "-")) }
-    writeDecimal(value.magnitude)
+    withCursor(reserving: 21) { $0.writeDecimal(value) }
   }
 
   /// The most bytes ``writeQuoted(_:)`` writes for `byteCount` bytes of UTF-8.
