@@ -10,7 +10,10 @@ struct Suite {
 }
 
 /// Runs `ours`, `cf` and `floor` in turn `rounds` times (interleaved, so drifts in machine
-/// load hit all three alike) and returns the median of each.
+/// load hit all three alike) and returns the median of each. Each round starts with the
+/// next side (ours, CF, floor; then CF, floor, ours; ...), so no side always runs first,
+/// or always right after the same other side: on a virtual machine, how the previous run
+/// left the idle vCPUs changes how fast the next one's threads wake.
 func interleaved(
   rounds: Int, ours: () throws -> Double, cf: () throws -> Double,
   floor: (() throws -> Double)? = nil
@@ -20,10 +23,16 @@ func interleaved(
   var c: [Double] = []
   // RUNLOOP_BENCH_ONLY=ours|cf|floor runs one side only: for profiling (perf, strace).
   let only = ProcessInfo.processInfo.environment["RUNLOOP_BENCH_ONLY"]
-  for _ in 0..<rounds {
-    a.append(only == nil || only == "ours" ? try ours() : .nan)
-    b.append(only == nil || only == "cf" ? try cf() : .nan)
-    if let floor { c.append(only == nil || only == "floor" ? try floor() : .nan) }
+  let sides = floor == nil ? 2 : 3
+  for round in 0..<rounds {
+    for step in 0..<sides {
+      switch (round + step) % sides {
+      case 0: a.append(only == nil || only == "ours" ? try ours() : .nan)
+      case 1: b.append(only == nil || only == "cf" ? try cf() : .nan)
+      default:
+        if let floor { c.append(only == nil || only == "floor" ? try floor() : .nan) }
+      }
+    }
   }
   return (median(a), median(b), floor == nil ? nil : median(c))
 }

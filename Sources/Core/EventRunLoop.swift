@@ -55,19 +55,10 @@ public final class EventRunLoop: @unchecked Sendable {
   let instrumentsVersion = Atomic<UInt64>(0)
   // Loop thread only.
   //
-  // Kept behind a pointer rather than in a stored property: a class's stored `var` is
-  // checked for exclusive access at run time on every use (a call into the runtime and a
-  // thread-local look-up each), and a pass reads and writes this state dozens of times.
-  // Only the loop's thread touches it, so the check protects nothing here.
-  private let localStorage: UnsafeMutablePointer<LoopThreadState> = {
-    let pointer = UnsafeMutablePointer<LoopThreadState>.allocate(capacity: 1)
-    pointer.initialize(to: LoopThreadState())
-    return pointer
-  }()
-  var local: LoopThreadState {
-    unsafeAddress { UnsafePointer(localStorage) }
-    unsafeMutableAddress { localStorage }
-  }
+  // Not checked for exclusive access at run time: only the loop's thread touches it, and a
+  // pass reads and writes it dozens of times (each check is a runtime call and a
+  // thread-local look-up).
+  @exclusivity(unchecked) var local = LoopThreadState()
 
   init(threadID: pid_t, isMain: Bool) throws(RunLoopError) {
     self.id = loopIdentityCounter.wrappingAdd(1, ordering: .relaxed).newValue
@@ -77,11 +68,6 @@ public final class EventRunLoop: @unchecked Sendable {
     self.published = published
     self.state = GuardedState(LoopState(published: published))
     self.poller = try Poller()
-  }
-
-  deinit {
-    localStorage.deinitialize(count: 1)
-    localStorage.deallocate()
   }
 
   /// The calling thread's run loop, created on first use.

@@ -63,7 +63,7 @@ public final class PerformRequest: Sendable {
   // Touched only by the thread that moves the request out of `pending` (the loop's, to run
   // it; a canceller's or the exiting thread's, to drop it): the state's compare-and-swap
   // picks exactly one, and orders its use after everything before.
-  private nonisolated(unsafe) var body: (@Sendable () -> Void)?
+  @exclusivity(unchecked) private nonisolated(unsafe) var body: (@Sendable () -> Void)?
   // The default, `[.common]`: matching is then one flag, not a search of `modes` (whose
   // comparisons of mode names go through `Equatable`'s witnesses).
   private let commonModesOnly: Bool
@@ -121,8 +121,9 @@ public final class PerformRequest: Sendable {
 
   /// Runs the body if still pending; the loop calls this on its thread.
   func runIfPending(on loop: EventRunLoop) {
-    guard transition(from: .pending, to: .running), let body else { return }
-    self.body = nil
+    // `take()` moves the closure out: no retain for the copy, no release for the cleared
+    // property.
+    guard transition(from: .pending, to: .running), let body = body.take() else { return }
     loop.withCallout(.block, name: name, dueAt: nil, body)
     stateBits.store(State.finished.rawValue, ordering: .releasing)
     done?.signal()

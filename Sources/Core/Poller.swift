@@ -16,10 +16,10 @@ final class Poller {
   let wakeDescriptor: Int32
   let timerDescriptor: Int32
   // Loop thread only: the absolute deadline the timerfd is armed for (nil: disarmed).
-  private var armedDeadline: Int64?
+  @exclusivity(unchecked) private var armedDeadline: Int64?
   // Loop thread only: one event buffer per nesting depth, so a nested run never overwrites
   // the events an outer pass is still handling.
-  private var buffers: [UnsafeMutableRawPointer] = []
+  @exclusivity(unchecked) private var buffers: [UnsafeMutableRawPointer] = []
 
   init() throws(RunLoopError) {
     let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
