@@ -39,4 +39,78 @@ struct WakeUpAndPassCacheTests {
     }
     #expect(nested == .stopped)
   }
+
+  // The loop thread keeps the sources of its mode between passes. One removed while the
+  // loop sleeps must still be released at once, with what its call-outs captured (here the
+  // write end of a pipe, closed by its owner's deinit, which the reader sees as a hang-up).
+  @Test func aSourceRemovedWhileItsLoopSleepsIsReleased() throws {
+    let worker = RunLoopThread(name: "sleeper") { thread in
+      try thread.runLoop.add(CustomInputSource {}, mode: .default)
+      try thread.runLoop.run()
+    }
+    try worker.start()
+    defer {
+      worker.runLoop.stop()
+      try? worker.join()
+    }
+    let loop = worker.runLoop
+    var ends: [Int32] = [0, 0]
+    #expect(pipe(&ends) == 0)
+    defer { close(ends[0]) }
+    try addRunAndRemoveSource(capturing: DescriptorOwner(ends[1]), on: loop)
+    var poller = pollfd(fd: ends[0], events: Int16(POLLIN), revents: 0)
+    #expect(poll(&poller, 1, 3000) == 1 && poller.revents & Int16(POLLHUP) != 0)
+  }
+
+  // The same between runs: a thread that ran its loop and then does other work must not
+  // keep the sources it removed since.
+  @Test func aSourceRemovedAfterItsLoopRanIsReleased() throws {
+    var ends: [Int32] = [0, 0]
+    #expect(pipe(&ends) == 0)
+    defer { close(ends[0]) }
+    let (readEnd, writeEnd) = (ends[0], ends[1])
+    // Checked on the loop's thread: its exit releases everything anyway.
+    let hungUp = try onNewThread { loop -> Bool in
+      try loop.add(CustomInputSource {}, mode: .default)
+      do {
+        let owner = DescriptorOwner(writeEnd)
+        let source = CustomInputSource(name: "owner") { withExtendedLifetime(owner) {} }
+        try loop.add(source, mode: .default)
+        source.signal()
+        try loop.run(mode: .default, timeout: .zero)
+        loop.remove(source, mode: .default)
+      }
+      var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+      return poll(&poller, 1, 0) == 1 && poller.revents & Int16(POLLHUP) != 0
+    }
+    #expect(hungUp)
+  }
+
+  private func addRunAndRemoveSource(capturing owner: DescriptorOwner, on loop: EventRunLoop)
+    throws
+  {
+    let fired = GuardedState(false)
+    let source = CustomInputSource(name: "owner") {
+      withExtendedLifetime(owner) { fired.withLock { $0 = true } }
+    }
+    try loop.add(source, mode: .default)
+    source.signalAndWakeUp()
+    #expect(eventually(5) { fired.withLock { $0 } })
+    // The loop goes back to sleep with the source in its snapshot.
+    usleep(20_000)
+    loop.remove(source, mode: .default)
+  }
+}
+
+/// Closes a descriptor when released.
+private final class DescriptorOwner: Sendable {
+  let descriptor: Int32
+
+  init(_ descriptor: Int32) {
+    self.descriptor = descriptor
+  }
+
+  deinit {
+    close(descriptor)
+  }
 }
