@@ -156,9 +156,12 @@ extension EventRunLoop {
       for request in state.performQueue {
         if request.matches(mode, modeIsCommon: isCommon) {
           batch.append(request)
-        } else {
+        } else if request.state == .pending {
           kept.append(request)
         }
+        // A cancelled request of another mode is dropped here: kept until a run of its
+        // modes, it would stay for good on a loop that never runs them, and the queue would
+        // grow with every such request cancelled.
       }
       state.performQueue = kept
     }

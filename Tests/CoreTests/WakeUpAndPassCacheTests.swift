@@ -100,6 +100,31 @@ struct WakeUpAndPassCacheTests {
     usleep(20_000)
     loop.remove(source, mode: .default)
   }
+
+  // A cancelled request stays queued, inert. The loop must not keep such requests for as
+  // long as it does not run their modes: a client that queues and cancels work for a mode
+  // the loop rarely runs would otherwise grow the queue without bound.
+  @Test func cancelledRequestsForAModeTheLoopDoesNotRunAreReleased() throws {
+    let worker = RunLoopThread(name: "runner") { thread in
+      try thread.runLoop.add(CustomInputSource {}, mode: .default)
+      try thread.runLoop.run()
+    }
+    try worker.start()
+    defer {
+      worker.runLoop.stop()
+      try? worker.join()
+    }
+    let loop = worker.runLoop
+    weak var cancelled: PerformRequest?
+    do {
+      let request = loop.perform(inModes: ["elsewhere"]) {}
+      cancelled = request
+      #expect(request.cancel())
+    }
+    // The loop takes a batch in its own mode.
+    try loop.performAndWait(inModes: [.default]) {}
+    #expect(eventually(3) { cancelled == nil })
+  }
 }
 
 /// Closes a descriptor when released.
