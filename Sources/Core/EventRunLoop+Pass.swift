@@ -156,9 +156,12 @@ extension EventRunLoop {
       for request in state.performQueue {
         if request.matches(mode, modeIsCommon: isCommon) {
           batch.append(request)
-        } else {
+        } else if request.state == .pending {
           kept.append(request)
         }
+        // A cancelled request of another mode is dropped here: kept until a run of its
+        // modes, it would stay for good on a loop that never runs them, and the queue would
+        // grow with every such request cancelled.
       }
       state.performQueue = kept
     }
@@ -174,16 +177,30 @@ extension EventRunLoop {
   private func readyPortEvents(into buffer: UnsafeMutableRawPointer, woken: inout Bool) -> Int? {
     let count = poller.wait(into: buffer, block: false)
     var sawWake = false
+    var sawPort = false
     for index in 0..<count {
       let token = poller.event(index, in: buffer).token
-      if token > Poller.timerToken { return count }
+      if token > Poller.timerToken { sawPort = true }
       if token == Poller.wakeToken { sawWake = true }
     }
-    if sawWake {
-      wakeWasSeen()
-      woken = true
-    }
+    // Acknowledged before any call-out, even when the batch goes on to step 9 (see
+    // `acknowledgeWake(in:count:)`).
+    if sawWake { wakeWasSeen() }
+    if sawPort { return count }
+    woken = sawWake
     return nil
+  }
+
+  /// Clears the wake flag if the batch just taken from `epoll` holds the wake-up's event.
+  /// Done at once, before any call-out: the eventfd is edge-triggered, so that event is
+  /// reported once, and a call-out (a descriptor's handler, an instrument) may run the loop
+  /// nested before step 9 reaches it in the batch. Until the flag is cleared every
+  /// `wakeUp()` skips its write, and a nested run would sleep through them all.
+  private func acknowledgeWake(in buffer: UnsafeMutableRawPointer, count: Int) {
+    for index in 0..<count where poller.event(index, in: buffer).token == Poller.wakeToken {
+      wakeWasSeen()
+      return
+    }
   }
 
   /// Clears the wake flag once the wake-up's event was taken from `epoll`. A `wakeUp()` that
@@ -200,7 +217,11 @@ extension EventRunLoop {
   private func sleep(mode: LoopMode, plan: RunPlan, poll: Bool, buffer: UnsafeMutableRawPointer)
     -> Int
   {
-    if poll { return poller.wait(into: buffer, block: false) }
+    if poll {
+      let count = poller.wait(into: buffer, block: false)
+      acknowledgeWake(in: buffer, count: count)
+      return count
+    }
     var wake = plan.deadlineNanoseconds
     refreshPassCache(for: mode)
     for provider in local.passCache.providers {
@@ -210,10 +231,13 @@ extension EventRunLoop {
     }
     poller.arm(nanoseconds: wake)
     guard refreshInstruments().contains(.sleeps) else {
-      return poller.wait(into: buffer, block: true)
+      let count = poller.wait(into: buffer, block: true)
+      acknowledgeWake(in: buffer, count: count)
+      return count
     }
     let start = ContinuousClock.now
     let count = poller.wait(into: buffer, block: true)
+    acknowledgeWake(in: buffer, count: count)
     reportSleep(from: start, to: .now)
     return count
   }
@@ -234,8 +258,9 @@ extension EventRunLoop {
       let (token, mask) = poller.event(index, in: buffer)
       switch token {
       case Poller.wakeToken:
-        // Nothing to read: the eventfd is edge-triggered (see `Poller`).
-        wakeWasSeen()
+        // Nothing to read (the eventfd is edge-triggered, see `Poller`), and the flag was
+        // cleared when the batch was taken (see `acknowledgeWake(in:count:)`).
+        break
       case Poller.timerToken:
         poller.drainTimer()
       default:

@@ -144,6 +144,9 @@ extension EventRunLoop {
     notify(.exit)  // Step 10
     local.modes.removeLast()
     state.withLock { _ = $0.frames.popLast() }
+    // A loop that is not running keeps no snapshot: the sources and providers in it would
+    // outlive their removal for as long as the thread does not run the loop again.
+    if local.modes.isEmpty { local.passCache = PassCache() }
     return result
   }
 

@@ -38,12 +38,17 @@ extension EventRunLoop {
   /// loop.remove(source, mode: .default)
   /// ```
   public func remove(_ source: CustomInputSource, mode: LoopMode) {
-    let left: [LoopMode]? = state.withLock { state in
+    let removal: (left: [LoopMode], running: Bool)? = state.withLock { state in
       guard state.sources.remove(source, from: mode) else { return nil }
       source.didUnschedule(from: self, mode: mode)
-      return Self.concreteModes(mode, of: source, in: state.sources, commonModes: state.commonModes)
+      let left = Self.concreteModes(
+        mode, of: source, in: state.sources, commonModes: state.commonModes)
+      return (left, !state.frames.isEmpty)
     }
-    guard let left else { return }
+    guard let (left, running) = removal else { return }
+    // A running loop keeps its mode's sources in its pass snapshot until its next pass; a
+    // sleeping one must wake to let go of this one (and of what its closures captured).
+    if running && !isCurrent { wakeUp() }
     for concrete in left { source.cancelHandler?(self, concrete) }
   }
 

@@ -304,7 +304,12 @@ public final class EventRunLoop: @unchecked Sendable {
   /// loop.removeDeadlineProvider(timerTable)
   /// ```
   public func removeDeadlineProvider(_ provider: any LoopDeadlineProvider) {
-    state.withLock { $0.providers.removeAll { $0 === provider } }
+    let running = state.withLock { state -> Bool in
+      state.providers.removeAll { $0 === provider }
+      return !state.frames.isEmpty
+    }
+    // A sleeping loop holds its providers in its pass snapshot: wake it to let go of this one.
+    if running && !isCurrent { wakeUp() }
   }
 
   /// The deadline providers plugged into this loop.

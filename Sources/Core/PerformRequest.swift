@@ -90,9 +90,9 @@ public final class PerformRequest: Sendable {
 
   /// Cancels the request if it has not started; returns whether it did. A cancelled request
   /// never runs, and its closure (with what it captured) is released at once. The request
-  /// itself stays in its loop's queue, inert, until the loop next takes a batch in one of its
-  /// modes: a request holds no reference to its loop, so queueing one costs the loop's
-  /// reference count nothing. It no longer keeps a run of its modes from finishing.
+  /// itself stays in its loop's queue, inert, until the loop next takes a batch of requests
+  /// (in any mode): a request holds no reference to its loop, so queueing one costs the
+  /// loop's reference count nothing. It no longer keeps a run of its modes from finishing.
   ///
   /// ```swift
   /// let request = loop.perform { expensive() }
