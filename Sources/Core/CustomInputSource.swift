@@ -147,7 +147,11 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
 
   /// Takes the signal: returns whether the source was signalled and clears it.
   func consumeSignal() -> Bool {
-    guard signalled.load(ordering: .relaxed) else { return false }
+    // Sequentially consistent (a plain load on x86): it comes after the loop's sequentially
+    // consistent clearing of its wake flag, and against the fence in `wakeUp()` that is what
+    // makes "the pass sees the signal, or the signaller sees the flag clear and writes" hold
+    // under the language's memory model, not only on x86.
+    guard signalled.load(ordering: .sequentiallyConsistent) else { return false }
     return signalled.exchange(false, ordering: .acquiringAndReleasing)
   }
 
