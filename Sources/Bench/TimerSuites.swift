@@ -212,6 +212,17 @@ struct MemoryResult {
   var allocationsPerIdlePass: Double
 }
 
+extension MemoryResult {
+  /// Each figure's median over `runs`.
+  init(medianOf runs: [MemoryResult]) {
+    self.init(
+      bytesPerTimer: median(runs.map(\.bytesPerTimer)),
+      bytesPerSource: median(runs.map(\.bytesPerSource)),
+      allocationsPerFire: median(runs.map(\.allocationsPerFire)),
+      allocationsPerIdlePass: median(runs.map(\.allocationsPerIdlePass)))
+  }
+}
+
 func ourMemory(count: Int, fireSeconds: Double) throws -> MemoryResult {
   try onFreshThread {
     let loop = EventRunLoop.current
