@@ -146,7 +146,14 @@ extension EventRunLoop {
     // that runs the loop nested takes the spare first; whichever is left is kept.)
     var batch = Deque<PerformRequest>()
     swap(&batch, &local.spareBatch)
+    // Finished requests of the last batch go back to the pool under this same lock.
+    var finished: [PerformRequest] = []
+    swap(&finished, &local.finishedRequests)
     state.withLock { state in
+      let room = Self.recycledRequestLimit - state.recycledRequests.count
+      if room > 0, !finished.isEmpty {
+        state.recycledRequests.append(contentsOf: finished.prefix(room))
+      }
       guard !state.performQueue.isEmpty else { return }
       if state.performQueue.allSatisfy({ $0.matches(mode, modeIsCommon: isCommon) }) {
         swap(&batch, &state.performQueue)
@@ -166,8 +173,15 @@ extension EventRunLoop {
       state.performQueue = kept
     }
     for request in batch { request.runIfPending(on: self) }
-    batch.removeAll(keepingCapacity: true)
+    finished.removeAll(keepingCapacity: true)
+    while var request = batch.popFirst() {
+      // Unique: the caller let go of it, and nothing else can reach it any more.
+      if request.isRecyclable, request.state == .finished, isKnownUniquelyReferenced(&request) {
+        finished.append(request)
+      }
+    }
     swap(&batch, &local.spareBatch)
+    swap(&finished, &local.finishedRequests)
   }
 
   /// Step 5: checks without blocking whether a version-1 source is ready. Returns the

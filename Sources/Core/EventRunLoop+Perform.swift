@@ -5,6 +5,10 @@ extension EventRunLoop {
   // argument allocated a new array on every call (runloop-bench counted 2 allocations per
   // `perform {}`, now 1).
   @usableFromInline static let commonModesOnly: [LoopMode] = [.common]
+  /// The default name of a perform request.
+  @usableFromInline static let defaultPerformName = "perform"
+  /// How many finished requests a loop keeps for reuse.
+  static let recycledRequestLimit = 16
 
   /// Queues `body` to run on this loop's thread the next time the loop passes through one of
   /// `modes`, and wakes the loop (CoreFoundation's `CFRunLoopPerformBlock` does not wake it;
@@ -19,11 +23,31 @@ extension EventRunLoop {
   /// ```
   @discardableResult
   public func perform(
-    inModes modes: [LoopMode] = EventRunLoop.commonModesOnly, name: String = "perform",
+    inModes modes: [LoopMode] = EventRunLoop.commonModesOnly,
+    name: String = EventRunLoop.defaultPerformName,
     _ body: @escaping @Sendable () -> Void
   ) -> PerformRequest {
+    if PerformRequest.hasDefaults(modes: modes, name: name), let reused = enqueueReused(body) {
+      return reused
+    }
     let request = PerformRequest(name: name, modes: modes, waitable: false, body: body)
     enqueue(request)
+    return request
+  }
+
+  /// Queues `body` in a finished request from this loop's pool, taken, refilled and queued
+  /// under one lock: a steady stream of performs allocates no request. `nil` when the pool
+  /// is empty (or the thread has exited: the caller's usual path then abandons a new one).
+  private func enqueueReused(_ body: @escaping @Sendable () -> Void) -> PerformRequest? {
+    let request = state.withLock { state -> PerformRequest? in
+      guard !state.threadExited, let request = state.recycledRequests.popLast() else {
+        return nil
+      }
+      request.reuse(for: body)
+      state.performQueue.append(request)
+      return request
+    }
+    if request != nil { wakeUpAfterPublishing() }
     return request
   }
 
@@ -40,7 +64,8 @@ extension EventRunLoop {
   ///   ``RunLoopError/Code/cancelled`` when someone cancelled it,
   ///   ``RunLoopError/Code/loopThreadExited`` when the loop's thread exited first.
   public func performAndWait(
-    inModes modes: [LoopMode] = EventRunLoop.commonModesOnly, name: String = "perform",
+    inModes modes: [LoopMode] = EventRunLoop.commonModesOnly,
+    name: String = EventRunLoop.defaultPerformName,
     deadline: ContinuousClock.Instant? = nil, _ body: @escaping @Sendable () -> Void
   ) throws(RunLoopError) {
     if isCurrent {
@@ -71,7 +96,8 @@ extension EventRunLoop {
   /// ```
   @discardableResult
   public static func performOnMain(
-    inModes modes: [LoopMode] = EventRunLoop.commonModesOnly, name: String = "perform",
+    inModes modes: [LoopMode] = EventRunLoop.commonModesOnly,
+    name: String = EventRunLoop.defaultPerformName,
     _ body: @escaping @Sendable () -> Void
   ) -> PerformRequest {
     main.perform(inModes: modes, name: name, body)

@@ -335,6 +335,7 @@ public final class EventRunLoop: @unchecked Sendable {
     state.withLock { state in
       state.threadExited = true
       swap(&abandoned, &state.performQueue)
+      state.recycledRequests.removeAll()
       for mode in state.sources.modes {
         for source in state.sources.items(in: mode) {
           state.sources.remove(source, from: mode)
@@ -355,6 +356,7 @@ public final class EventRunLoop: @unchecked Sendable {
     local.instrumentCache = InstrumentCache()
     local.passCache = PassCache()
     local.spareBatch = Deque()
+    local.finishedRequests = []
     for request in abandoned { request.abandon() }
     for (source, mode) in sources { source.cancelHandler?(self, mode) }
     for instrument in instruments { noteInstrumentRemoved(instrument) }
@@ -408,6 +410,8 @@ struct LoopState {
   // Watches that became ready while the loop ran a mode they are not in; their epoll
   // interest is off until a run in one of their modes turns it back on.
   var heldTokens: Set<UInt64> = [] { didSet { published.structureDidChange() } }
+  // Finished requests with `perform`'s defaults, for reuse (see `enqueueReused`).
+  var recycledRequests: [PerformRequest] = []
   var performQueue = Deque<PerformRequest>() {
     didSet { published.performCount.store(performQueue.count, ordering: .sequentiallyConsistent) }
   }
@@ -461,6 +465,8 @@ struct LoopThreadState {
   var passCache = PassCache()
   // Empty storage for the next batch of perform requests (see `runPerformRequests`).
   var spareBatch = Deque<PerformRequest>()
+  // Finished requests of the last batch, for the pool at the next batch.
+  var finishedRequests: [PerformRequest] = []
 }
 
 /// The loop thread's snapshot of what a pass in one mode reads from `LoopState`, valid while

@@ -69,6 +69,10 @@ public final class PerformRequest: Sendable {
   private let commonModesOnly: Bool
   private let stateBits = Atomic<UInt8>(State.pending.rawValue)
   private let done: DispatchSemaphore?
+  /// Whether a finished request may serve again for a `perform` with the default modes and
+  /// name: it has them, and nobody waits on it (see `EventRunLoop.recycle`).
+  let isRecyclable: Bool
+
   init(
     name: String, modes: [LoopMode], waitable: Bool,
     body: @escaping @Sendable () -> Void
@@ -78,6 +82,19 @@ public final class PerformRequest: Sendable {
     self.commonModesOnly = modes.count == 1 && modes[0] == .common
     self.body = body
     self.done = waitable ? DispatchSemaphore(value: 0) : nil
+    self.isRecyclable = !waitable && Self.hasDefaults(modes: modes, name: name)
+  }
+
+  /// Whether `modes` and `name` are `perform`'s defaults.
+  static func hasDefaults(modes: [LoopMode], name: String) -> Bool {
+    name == EventRunLoop.defaultPerformName && modes.count == 1 && modes[0] == .common
+  }
+
+  /// Makes a finished request pending again with a new closure. Called under the target
+  /// loop's lock on a request from that loop's pool, which nobody else references.
+  func reuse(for body: @escaping @Sendable () -> Void) {
+    self.body = body
+    stateBits.store(State.pending.rawValue, ordering: .relaxed)
   }
 
   /// The request's state now.

@@ -184,4 +184,51 @@ struct PerformRequestTests {
     #expect(!ran)
     #expect(state == .cancelled)
   }
+
+  @Test func finishedRequestsThatNobodyHoldsServeLaterPerforms() throws {
+    let (reused, order) = try onNewThread { loop -> (Bool, [Int]) in
+      let recorder = GuardedState<[Int]>([])
+      weak let first = loop.perform { recorder.withLock { $0.append(0) } }
+      try loop.run(mode: .default, timeout: .zero)
+      // Only the loop's pool can keep the first request alive now.
+      var sawFirstAgain = false
+      for index in 1..<20 {
+        let request = loop.perform { recorder.withLock { $0.append(index) } }
+        if let first, request === first { sawFirstAgain = true }
+        try loop.run(mode: .default, timeout: .zero)
+      }
+      return (sawFirstAgain, recorder.withLock { $0 })
+    }
+    #expect(reused)
+    #expect(order == Array(0..<20))
+  }
+
+  @Test func aRequestTheCallerStillHoldsIsNeverReused() throws {
+    let (reusedWhileHeld, state) = try onNewThread { loop -> (Bool, PerformRequest.State) in
+      let kept = loop.perform {}
+      try loop.run(mode: .default, timeout: .zero)
+      var reused = false
+      for _ in 0..<20 {
+        // `kept` is alive, so its address cannot be handed out again by malloc: the same
+        // identity would mean the loop reused a request someone still holds.
+        if ObjectIdentifier(loop.perform {}) == ObjectIdentifier(kept) { reused = true }
+        try loop.run(mode: .default, timeout: .zero)
+      }
+      return (reused, kept.state)
+    }
+    #expect(!reusedWhileHeld)
+    #expect(state == .finished)
+  }
+
+  @Test func requestsWithOtherModesNamesOrWaitersAreNotReused() throws {
+    let reusedOther = try onNewThread { loop -> Bool in
+      weak let named = loop.perform(name: "named") {}
+      weak let moded = loop.perform(inModes: [.default]) {}
+      try loop.performAndWait {}
+      try loop.run(mode: .default, timeout: .zero)
+      try loop.run(mode: .default, timeout: .zero)
+      return named != nil || moded != nil
+    }
+    #expect(!reusedOther)
+  }
 }
