@@ -10,7 +10,10 @@ import Synchronization
 /// if request.cancel() { print("it never ran") }
 /// ```
 ///
-/// All members are safe to use from any thread.
+/// All members are safe to use from any thread. A finished request with the default modes
+/// and name that nobody holds any more may be taken back by its loop and returned by a
+/// later `perform` (so a steady stream of performs allocates nothing); one you hold is
+/// never reused.
 public final class PerformRequest: Sendable {
   /// Where a request is in its life.
   ///
