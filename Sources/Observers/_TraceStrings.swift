@@ -173,7 +173,7 @@ package final class _TraceStrings: Sendable {
         record.duration = event.duration
         if event.hasDue {
           record.dueAt = event.dueAt
-          record.lateness = event.timestamp - event.dueAt
+          record.lateness = event.lateness
         }
       case .sleep:
         record.duration = event.duration

@@ -84,4 +84,61 @@ struct TraceEventTests {
     // A sink of records gets the same records as the JSON file, field by field.
     #expect(recording.records.withLock { $0 } == records)
   }
+
+  /// A call-out's due time is whatever its caller passed to `withCallout`: one centuries away
+  /// must give a clamped record, not an overflow trap on the loop thread (or on the writer
+  /// thread, which computes the lateness again).
+  @Test func callOutsDueCenturiesAwayAreTracedWithClampedTimes() throws {
+    let path = temporaryPath("far-due.jsonl")
+    defer { unlink(path) }
+    let recording = RecordingSink()
+    try onNewThread("far") { loop in
+      let sink = try JSONLinesSink(path: path)
+      let tracer = LoopTracer(sinks: [sink, recording], runID: "far")
+      tracer.attach(to: loop)
+      loop.withCallout(.timer, name: "now", dueAt: .now) {}
+      loop.withCallout(.timer, name: "future", dueAt: .now + .seconds(9_223_372_000)) {}
+      loop.withCallout(.timer, name: "past", dueAt: .now - .seconds(9_300_000_000)) {}
+      tracer.close()
+    }
+    let records = try TraceLog.read(contentsOf: path)
+    #expect(records == recording.records.withLock { $0 })
+    let byName = Dictionary(records.map { ($0.calloutName ?? "", $0) }) { first, _ in first }
+    let future = try #require(byName["future"])
+    #expect(future.dueAt == Int64.max)
+    #expect(future.lateness == future.timestamp - Int64.max)
+    let past = try #require(byName["past"])
+    #expect(try #require(past.dueAt) < past.timestamp)
+    #expect(past.lateness == Int64.max)
+  }
+
+  /// The encoder and the records agree at the ends of `Int64` too.
+  @Test func extremeTimesEncodeAsTheirRecords() throws {
+    let strings = _TraceStrings(runID: "extreme", processID: Int32.max)
+    let sources = _TraceSources()
+    let source = sources.register(strings)
+    var events: [_TraceEvent] = []
+    let times: [(Int64, Int64)] = [
+      (.max, .min), (.min, .max), (.min, .min), (.max, 0), (0, .min), (-1, .max),
+    ]
+    for (timestamp, due) in times {
+      var event = _TraceEvent(
+        kind: .callout, seq: 0, timestamp: timestamp, wallTime: .min, loop: .max,
+        iteration: .max, depth: .min, tid: .min, thread: _TraceEvent.none,
+        mode: _TraceEvent.none)
+      event.source = source
+      event.duration = .min
+      event.dueAt = due
+      event.hasDue = true
+      #expect(strings.stamp(&event, mode: "m", calloutKind: "timer", calloutName: "t"))
+      events.append(event)
+    }
+    var encoder = _JSONEventEncoder(sources: sources)
+    let lines = encoder.lines(events)
+    let snapshot = strings.snapshot()
+    let records = events.map { snapshot.record(for: $0) }
+    #expect(lines == records.map(\.jsonLine).joined())
+    #expect(try TraceLog.parse(lines) == records)
+    #expect(records.map(\.lateness) == [.max, .min, 0, .max, .max, .min])
+  }
 }
