@@ -27,6 +27,10 @@ package final class _TraceStrings: Sendable {
     // the last thread looked up first, since a loop asks for its own thread every time.
     var threadNames: [pid_t: UInt32] = [:]
     var lastThread: (tid: pid_t, id: UInt32) = (0, _TraceEvent.none)
+    // The names of threads first seen once the table was full: their events go as whole
+    // records, whose thread name is read once too (not from `/proc` at every record, which
+    // also let a renamed thread change name in the middle of its trace).
+    var unlistedThreadNames: [pid_t: String] = [:]
     // The last string of each field: a loop mostly repeats its mode and call-outs, and
     // comparing two equal strings is cheaper than hashing one.
     var lastMode: (string: String, id: UInt32) = ("", _TraceEvent.none)
@@ -89,7 +93,10 @@ package final class _TraceStrings: Sendable {
     var known = state.withLock { table -> Bool? in
       table.seq &+= 1
       event.seq = table.seq
-      guard let thread = table.thread(tid) else { return nil }
+      guard let thread = table.thread(tid) else {
+        // A thread known without an id: the table was full when it came, and still is.
+        return table.unlistedThreadNames[tid] == nil ? nil : false
+      }
       event.thread = thread
       return table.fill(&event, mode: mode, calloutKind: calloutKind, calloutName: calloutName)
     }
@@ -101,7 +108,10 @@ package final class _TraceStrings: Sendable {
         if let existing = table.threadNames[tid] {
           id = existing
         } else {
-          guard let added = table.intern(name) else { return false }
+          guard let added = table.intern(name) else {
+            if table.unlistedThreadNames[tid] == nil { table.unlistedThreadNames[tid] = name }
+            return false
+          }
           table.threadNames[tid] = added
           id = added
         }
@@ -114,15 +124,21 @@ package final class _TraceStrings: Sendable {
 
   /// The thread name of `tid`, as events record it (the slow path and record sinks).
   func threadName(_ tid: pid_t) -> String {
-    if let name = state.withLock({ table in table.threadNames[tid].map { table.strings[Int($0)] } })
-    {
+    let known = state.withLock { table in
+      table.threadNames[tid].map { table.strings[Int($0)] } ?? table.unlistedThreadNames[tid]
+    }
+    if let known { return known }
+    let name = _readFirstLine("/proc/self/task/\(tid)/comm") ?? "thread-\(tid)"
+    return state.withLock { table in
+      if let id = table.threadNames[tid] { return table.strings[Int(id)] }
+      if let unlisted = table.unlistedThreadNames[tid] { return unlisted }
+      if let id = table.intern(name) {
+        table.threadNames[tid] = id
+      } else {
+        table.unlistedThreadNames[tid] = name
+      }
       return name
     }
-    let name = _readFirstLine("/proc/self/task/\(tid)/comm") ?? "thread-\(tid)"
-    state.withLock { table in
-      if table.threadNames[tid] == nil, let id = table.intern(name) { table.threadNames[tid] = id }
-    }
-    return name
   }
 
   /// The next record number, for a record built without an event.
@@ -138,6 +154,7 @@ package final class _TraceStrings: Sendable {
   func forgetThread(_ tid: pid_t) {
     state.withLock { table in
       table.threadNames[tid] = nil
+      table.unlistedThreadNames[tid] = nil
       if table.lastThread.tid == tid { table.lastThread = (0, _TraceEvent.none) }
     }
   }

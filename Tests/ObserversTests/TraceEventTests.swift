@@ -141,4 +141,38 @@ struct TraceEventTests {
     #expect(try TraceLog.parse(lines) == records)
     #expect(records.map(\.lateness) == [.max, .min, 0, .max, .max, .min])
   }
+
+  /// A thread's name is read once, at its first record, and stays in its trace even if the
+  /// thread renames itself (the documented rule); that must hold for a thread first seen
+  /// once the string table is full, whose records go whole.
+  @Test func threadFirstSeenPastTheStringTableKeepsItsFirstName() throws {
+    let path = temporaryPath("late-thread.jsonl")
+    defer { unlink(path) }
+    let recording = RecordingSink()
+    let sink = try JSONLinesSink(path: path)
+    let tracer = LoopTracer(sinks: [sink, recording], runID: "late-thread")
+    try onNewThread("filler") { loop in
+      tracer.attach(to: loop)
+      for index in 0..<_TraceStrings.capacity {
+        _ = loop.perform(inModes: [.default], name: "block-\(index)") {}
+      }
+      try loop.run(mode: .default, timeout: .zero)
+    }
+    try onNewThread("late") { loop in
+      tracer.attach(to: loop)
+      _ = loop.perform(inModes: [.default], name: "before") {}
+      try loop.run(mode: .default, timeout: .zero)
+      let comm = open("/proc/thread-self/comm", O_WRONLY)
+      #expect(comm >= 0 && write(comm, "renamed", 7) == 7)
+      close(comm)
+      _ = loop.perform(inModes: [.default], name: "after") {}
+      try loop.run(mode: .default, timeout: .zero)
+    }
+    tracer.close()
+    let records = try TraceLog.read(contentsOf: path)
+    let late = records.filter { $0.thread != "filler" }
+    #expect(late.contains { $0.calloutName == "after" })
+    #expect(Set(late.map(\.thread)) == ["late"])
+    #expect(recording.records.withLock { $0 } == records)
+  }
 }
