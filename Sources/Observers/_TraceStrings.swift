@@ -21,7 +21,9 @@ package final class _TraceStrings: Sendable {
 
   struct Table {
     var strings: [String] = []
-    var ids: [String: UInt32] = [:]
+    // By bytes, not by `==` (canonical equivalence): "é" and "e" + U+0301 are equal strings,
+    // and the trace must carry each name exactly as it was given.
+    var ids: [_ExactString: UInt32] = [:]
     var seq: UInt64 = 0
     // Thread-name ids by tid (read once per thread, forgotten when the thread's loop exits);
     // the last thread looked up first, since a loop asks for its own thread every time.
@@ -32,37 +34,43 @@ package final class _TraceStrings: Sendable {
     // also let a renamed thread change name in the middle of its trace).
     var unlistedThreadNames: [pid_t: String] = [:]
     // The last string of each field: a loop mostly repeats its mode and call-outs, and
-    // comparing two equal strings is cheaper than hashing one.
+    // comparing two equal strings (byte for byte) is cheaper than hashing one.
     var lastMode: (string: String, id: UInt32) = ("", _TraceEvent.none)
     var lastKind: (string: String, id: UInt32) = ("", _TraceEvent.none)
     var lastName: (string: String, id: UInt32) = ("", _TraceEvent.none)
 
     /// The id of `string`, added when new; `nil` when the table is full.
     mutating func intern(_ string: String) -> UInt32? {
-      if let id = ids[string] { return id }
+      if let id = ids[_ExactString(string)] { return id }
       guard strings.count < _TraceStrings.capacity else { return nil }
       let id = UInt32(strings.count)
       strings.append(string)
-      ids[string] = id
+      ids[_ExactString(string)] = id
       return id
     }
 
     mutating func mode(_ string: String) -> UInt32? {
-      if lastMode.id != _TraceEvent.none, lastMode.string == string { return lastMode.id }
+      if lastMode.id != _TraceEvent.none, lastMode.string.utf8.elementsEqual(string.utf8) {
+        return lastMode.id
+      }
       guard let id = intern(string) else { return nil }
       lastMode = (string, id)
       return id
     }
 
     mutating func kind(_ string: String) -> UInt32? {
-      if lastKind.id != _TraceEvent.none, lastKind.string == string { return lastKind.id }
+      if lastKind.id != _TraceEvent.none, lastKind.string.utf8.elementsEqual(string.utf8) {
+        return lastKind.id
+      }
       guard let id = intern(string) else { return nil }
       lastKind = (string, id)
       return id
     }
 
     mutating func name(_ string: String) -> UInt32? {
-      if lastName.id != _TraceEvent.none, lastName.string == string { return lastName.id }
+      if lastName.id != _TraceEvent.none, lastName.string.utf8.elementsEqual(string.utf8) {
+        return lastName.id
+      }
       guard let id = intern(string) else { return nil }
       lastName = (string, id)
       return id
@@ -230,5 +238,24 @@ extension _TraceStrings.Table {
       event.calloutName = id
     }
     return true
+  }
+}
+
+/// A string that equals and hashes by its UTF-8 bytes, for the string table: Swift's `==`
+/// on strings is canonical equivalence, which would merge names that differ in their bytes.
+struct _ExactString: Hashable {
+  let string: String
+
+  init(_ string: String) {
+    self.string = string
+  }
+
+  static func == (lhs: _ExactString, rhs: _ExactString) -> Bool {
+    lhs.string.utf8.elementsEqual(rhs.string.utf8)
+  }
+
+  func hash(into hasher: inout Hasher) {
+    var string = string
+    string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
   }
 }

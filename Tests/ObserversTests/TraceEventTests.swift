@@ -175,4 +175,33 @@ struct TraceEventTests {
     #expect(Set(late.map(\.thread)) == ["late"])
     #expect(recording.records.withLock { $0 } == records)
   }
+
+  /// Swift's `==` on strings is canonical equivalence: "é" and "e" + U+0301 are equal. The
+  /// trace must still carry each name byte for byte as it was given (tools such as `jq` and
+  /// `grep` compare bytes or code points), so the string table must not merge them.
+  @Test func canonicallyEquivalentNamesKeepTheirOwnBytes() throws {
+    let path = temporaryPath("nfd.jsonl")
+    defer { unlink(path) }
+    let composed = "caf\u{E9}"
+    let decomposed = "cafe\u{301}"
+    let recording = RecordingSink()
+    try onNewThread("nfd") { loop in
+      let sink = try JSONLinesSink(path: path)
+      let tracer = LoopTracer(sinks: [sink, recording], runID: "nfd")
+      tracer.attach(to: loop)
+      for name in [composed, decomposed, composed, "other", decomposed] {
+        loop.withCallout(.block, name: name) {}
+      }
+      tracer.close()
+    }
+    let data = try #require(FileManager.default.contents(atPath: path))
+    let names = try data.split(separator: UInt8(ascii: "\n")).map { line in
+      let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any]
+      return Array(((object?["callout_name"] as? String) ?? "").unicodeScalars)
+    }
+    let expected = [composed, decomposed, composed, "other", decomposed]
+    #expect(names == expected.map { Array($0.unicodeScalars) })
+    let recorded = recording.records.withLock { $0 }.compactMap(\.calloutName)
+    #expect(recorded.map { Array($0.utf8) } == expected.map { Array($0.utf8) })
+  }
 }
