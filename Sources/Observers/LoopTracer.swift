@@ -233,7 +233,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
         calloutKind: calloutKind, calloutName: calloutName,
         duration: event.kind == .activity ? nil : event.duration,
         dueAt: event.hasDue ? event.dueAt : nil,
-        lateness: event.hasDue ? event.timestamp - event.dueAt : nil)
+        lateness: event.hasDue ? event.lateness : nil)
       for sink in sinks { sink.enqueue(record) }
     }
   }

@@ -154,7 +154,7 @@ final class _QuotedTable {
           line.write(#","due_ns":"#)
           line.writeDecimal(event.dueAt)
           line.write(#","lateness_ns":"#)
-          line.writeDecimal(event.timestamp - event.dueAt)
+          line.writeDecimal(event.lateness)
         }
       case .sleep:
         line.write(#","duration_ns":"#)

@@ -58,6 +58,12 @@ package struct _TraceEvent: Sendable {
     self.calloutName = Self.none
     self.source = 0
   }
+
+  /// The call-out's lateness (start minus due time, clamped to `Int64`'s range), when
+  /// `hasDue`; the records and the JSON encoder both take it from here.
+  package var lateness: Int64 {
+    _TraceClock.subtracting(timestamp, dueAt)
+  }
 }
 
 /// One element of a sink's queue: a compact event from a tracer, or a whole record handed to

@@ -21,44 +21,56 @@ package final class _TraceStrings: Sendable {
 
   struct Table {
     var strings: [String] = []
-    var ids: [String: UInt32] = [:]
+    // By bytes, not by `==` (canonical equivalence): "é" and "e" + U+0301 are equal strings,
+    // and the trace must carry each name exactly as it was given.
+    var ids: [_ExactString: UInt32] = [:]
     var seq: UInt64 = 0
     // Thread-name ids by tid (read once per thread, forgotten when the thread's loop exits);
     // the last thread looked up first, since a loop asks for its own thread every time.
     var threadNames: [pid_t: UInt32] = [:]
     var lastThread: (tid: pid_t, id: UInt32) = (0, _TraceEvent.none)
+    // The names of threads first seen once the table was full: their events go as whole
+    // records, whose thread name is read once too (not from `/proc` at every record, which
+    // also let a renamed thread change name in the middle of its trace).
+    var unlistedThreadNames: [pid_t: String] = [:]
     // The last string of each field: a loop mostly repeats its mode and call-outs, and
-    // comparing two equal strings is cheaper than hashing one.
+    // comparing two equal strings (byte for byte) is cheaper than hashing one.
     var lastMode: (string: String, id: UInt32) = ("", _TraceEvent.none)
     var lastKind: (string: String, id: UInt32) = ("", _TraceEvent.none)
     var lastName: (string: String, id: UInt32) = ("", _TraceEvent.none)
 
     /// The id of `string`, added when new; `nil` when the table is full.
     mutating func intern(_ string: String) -> UInt32? {
-      if let id = ids[string] { return id }
+      if let id = ids[_ExactString(string)] { return id }
       guard strings.count < _TraceStrings.capacity else { return nil }
       let id = UInt32(strings.count)
       strings.append(string)
-      ids[string] = id
+      ids[_ExactString(string)] = id
       return id
     }
 
     mutating func mode(_ string: String) -> UInt32? {
-      if lastMode.id != _TraceEvent.none, lastMode.string == string { return lastMode.id }
+      if lastMode.id != _TraceEvent.none, lastMode.string.utf8.elementsEqual(string.utf8) {
+        return lastMode.id
+      }
       guard let id = intern(string) else { return nil }
       lastMode = (string, id)
       return id
     }
 
     mutating func kind(_ string: String) -> UInt32? {
-      if lastKind.id != _TraceEvent.none, lastKind.string == string { return lastKind.id }
+      if lastKind.id != _TraceEvent.none, lastKind.string.utf8.elementsEqual(string.utf8) {
+        return lastKind.id
+      }
       guard let id = intern(string) else { return nil }
       lastKind = (string, id)
       return id
     }
 
     mutating func name(_ string: String) -> UInt32? {
-      if lastName.id != _TraceEvent.none, lastName.string == string { return lastName.id }
+      if lastName.id != _TraceEvent.none, lastName.string.utf8.elementsEqual(string.utf8) {
+        return lastName.id
+      }
       guard let id = intern(string) else { return nil }
       lastName = (string, id)
       return id
@@ -89,7 +101,10 @@ package final class _TraceStrings: Sendable {
     var known = state.withLock { table -> Bool? in
       table.seq &+= 1
       event.seq = table.seq
-      guard let thread = table.thread(tid) else { return nil }
+      guard let thread = table.thread(tid) else {
+        // A thread known without an id: the table was full when it came, and still is.
+        return table.unlistedThreadNames[tid] == nil ? nil : false
+      }
       event.thread = thread
       return table.fill(&event, mode: mode, calloutKind: calloutKind, calloutName: calloutName)
     }
@@ -101,7 +116,10 @@ package final class _TraceStrings: Sendable {
         if let existing = table.threadNames[tid] {
           id = existing
         } else {
-          guard let added = table.intern(name) else { return false }
+          guard let added = table.intern(name) else {
+            if table.unlistedThreadNames[tid] == nil { table.unlistedThreadNames[tid] = name }
+            return false
+          }
           table.threadNames[tid] = added
           id = added
         }
@@ -114,15 +132,21 @@ package final class _TraceStrings: Sendable {
 
   /// The thread name of `tid`, as events record it (the slow path and record sinks).
   func threadName(_ tid: pid_t) -> String {
-    if let name = state.withLock({ table in table.threadNames[tid].map { table.strings[Int($0)] } })
-    {
+    let known = state.withLock { table in
+      table.threadNames[tid].map { table.strings[Int($0)] } ?? table.unlistedThreadNames[tid]
+    }
+    if let known { return known }
+    let name = _readFirstLine("/proc/self/task/\(tid)/comm") ?? "thread-\(tid)"
+    return state.withLock { table in
+      if let id = table.threadNames[tid] { return table.strings[Int(id)] }
+      if let unlisted = table.unlistedThreadNames[tid] { return unlisted }
+      if let id = table.intern(name) {
+        table.threadNames[tid] = id
+      } else {
+        table.unlistedThreadNames[tid] = name
+      }
       return name
     }
-    let name = _readFirstLine("/proc/self/task/\(tid)/comm") ?? "thread-\(tid)"
-    state.withLock { table in
-      if table.threadNames[tid] == nil, let id = table.intern(name) { table.threadNames[tid] = id }
-    }
-    return name
   }
 
   /// The next record number, for a record built without an event.
@@ -138,6 +162,7 @@ package final class _TraceStrings: Sendable {
   func forgetThread(_ tid: pid_t) {
     state.withLock { table in
       table.threadNames[tid] = nil
+      table.unlistedThreadNames[tid] = nil
       if table.lastThread.tid == tid { table.lastThread = (0, _TraceEvent.none) }
     }
   }
@@ -173,7 +198,7 @@ package final class _TraceStrings: Sendable {
         record.duration = event.duration
         if event.hasDue {
           record.dueAt = event.dueAt
-          record.lateness = event.timestamp - event.dueAt
+          record.lateness = event.lateness
         }
       case .sleep:
         record.duration = event.duration
@@ -213,5 +238,24 @@ extension _TraceStrings.Table {
       event.calloutName = id
     }
     return true
+  }
+}
+
+/// A string that equals and hashes by its UTF-8 bytes, for the string table: Swift's `==`
+/// on strings is canonical equivalence, which would merge names that differ in their bytes.
+struct _ExactString: Hashable {
+  let string: String
+
+  init(_ string: String) {
+    self.string = string
+  }
+
+  static func == (lhs: _ExactString, rhs: _ExactString) -> Bool {
+    lhs.string.utf8.elementsEqual(rhs.string.utf8)
+  }
+
+  func hash(into hasher: inout Hasher) {
+    var string = string
+    string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
   }
 }

@@ -84,4 +84,124 @@ struct TraceEventTests {
     // A sink of records gets the same records as the JSON file, field by field.
     #expect(recording.records.withLock { $0 } == records)
   }
+
+  /// A call-out's due time is whatever its caller passed to `withCallout`: one centuries away
+  /// must give a clamped record, not an overflow trap on the loop thread (or on the writer
+  /// thread, which computes the lateness again).
+  @Test func callOutsDueCenturiesAwayAreTracedWithClampedTimes() throws {
+    let path = temporaryPath("far-due.jsonl")
+    defer { unlink(path) }
+    let recording = RecordingSink()
+    try onNewThread("far") { loop in
+      let sink = try JSONLinesSink(path: path)
+      let tracer = LoopTracer(sinks: [sink, recording], runID: "far")
+      tracer.attach(to: loop)
+      loop.withCallout(.timer, name: "now", dueAt: .now) {}
+      loop.withCallout(.timer, name: "future", dueAt: .now + .seconds(9_223_372_000)) {}
+      loop.withCallout(.timer, name: "past", dueAt: .now - .seconds(9_300_000_000)) {}
+      tracer.close()
+    }
+    let records = try TraceLog.read(contentsOf: path)
+    #expect(records == recording.records.withLock { $0 })
+    let byName = Dictionary(records.map { ($0.calloutName ?? "", $0) }) { first, _ in first }
+    let future = try #require(byName["future"])
+    #expect(future.dueAt == Int64.max)
+    #expect(future.lateness == future.timestamp - Int64.max)
+    let past = try #require(byName["past"])
+    #expect(try #require(past.dueAt) < past.timestamp)
+    #expect(past.lateness == Int64.max)
+  }
+
+  /// The encoder and the records agree at the ends of `Int64` too.
+  @Test func extremeTimesEncodeAsTheirRecords() throws {
+    let strings = _TraceStrings(runID: "extreme", processID: Int32.max)
+    let sources = _TraceSources()
+    let source = sources.register(strings)
+    var events: [_TraceEvent] = []
+    let times: [(Int64, Int64)] = [
+      (.max, .min), (.min, .max), (.min, .min), (.max, 0), (0, .min), (-1, .max),
+    ]
+    for (timestamp, due) in times {
+      var event = _TraceEvent(
+        kind: .callout, seq: 0, timestamp: timestamp, wallTime: .min, loop: .max,
+        iteration: .max, depth: .min, tid: .min, thread: _TraceEvent.none,
+        mode: _TraceEvent.none)
+      event.source = source
+      event.duration = .min
+      event.dueAt = due
+      event.hasDue = true
+      #expect(strings.stamp(&event, mode: "m", calloutKind: "timer", calloutName: "t"))
+      events.append(event)
+    }
+    var encoder = _JSONEventEncoder(sources: sources)
+    let lines = encoder.lines(events)
+    let snapshot = strings.snapshot()
+    let records = events.map { snapshot.record(for: $0) }
+    #expect(lines == records.map(\.jsonLine).joined())
+    #expect(try TraceLog.parse(lines) == records)
+    #expect(records.map(\.lateness) == [.max, .min, 0, .max, .max, .min])
+  }
+
+  /// A thread's name is read once, at its first record, and stays in its trace even if the
+  /// thread renames itself (the documented rule); that must hold for a thread first seen
+  /// once the string table is full, whose records go whole.
+  @Test func threadFirstSeenPastTheStringTableKeepsItsFirstName() throws {
+    let path = temporaryPath("late-thread.jsonl")
+    defer { unlink(path) }
+    let recording = RecordingSink()
+    let sink = try JSONLinesSink(path: path)
+    let tracer = LoopTracer(sinks: [sink, recording], runID: "late-thread")
+    try onNewThread("filler") { loop in
+      tracer.attach(to: loop)
+      for index in 0..<_TraceStrings.capacity {
+        _ = loop.perform(inModes: [.default], name: "block-\(index)") {}
+      }
+      try loop.run(mode: .default, timeout: .zero)
+    }
+    try onNewThread("late") { loop in
+      tracer.attach(to: loop)
+      _ = loop.perform(inModes: [.default], name: "before") {}
+      try loop.run(mode: .default, timeout: .zero)
+      let comm = open("/proc/thread-self/comm", O_WRONLY)
+      #expect(comm >= 0 && write(comm, "renamed", 7) == 7)
+      close(comm)
+      _ = loop.perform(inModes: [.default], name: "after") {}
+      try loop.run(mode: .default, timeout: .zero)
+    }
+    tracer.close()
+    let records = try TraceLog.read(contentsOf: path)
+    let late = records.filter { $0.thread != "filler" }
+    #expect(late.contains { $0.calloutName == "after" })
+    #expect(Set(late.map(\.thread)) == ["late"])
+    #expect(recording.records.withLock { $0 } == records)
+  }
+
+  /// Swift's `==` on strings is canonical equivalence: "é" and "e" + U+0301 are equal. The
+  /// trace must still carry each name byte for byte as it was given (tools such as `jq` and
+  /// `grep` compare bytes or code points), so the string table must not merge them.
+  @Test func canonicallyEquivalentNamesKeepTheirOwnBytes() throws {
+    let path = temporaryPath("nfd.jsonl")
+    defer { unlink(path) }
+    let composed = "caf\u{E9}"
+    let decomposed = "cafe\u{301}"
+    let recording = RecordingSink()
+    try onNewThread("nfd") { loop in
+      let sink = try JSONLinesSink(path: path)
+      let tracer = LoopTracer(sinks: [sink, recording], runID: "nfd")
+      tracer.attach(to: loop)
+      for name in [composed, decomposed, composed, "other", decomposed] {
+        loop.withCallout(.block, name: name) {}
+      }
+      tracer.close()
+    }
+    let data = try #require(FileManager.default.contents(atPath: path))
+    let names = try data.split(separator: UInt8(ascii: "\n")).map { line in
+      let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any]
+      return Array(((object?["callout_name"] as? String) ?? "").unicodeScalars)
+    }
+    let expected = [composed, decomposed, composed, "other", decomposed]
+    #expect(names == expected.map { Array($0.unicodeScalars) })
+    let recorded = recording.records.withLock { $0 }.compactMap(\.calloutName)
+    #expect(recorded.map { Array($0.utf8) } == expected.map { Array($0.utf8) })
+  }
 }
