@@ -40,8 +40,9 @@ public enum ChromeTrace {
         "pid": pid, "tid": tid, "ts": microseconds(record.timestamp),
       ]
       var args: [String: any Sendable] = [
-        "loop": Int(record.loop), "mode": record.mode, "iteration": Int(record.iteration),
-        "depth": record.depth, "seq": Int(record.seq),
+        "loop": Int(clamping: record.loop), "mode": record.mode,
+        "iteration": Int(clamping: record.iteration),
+        "depth": record.depth, "seq": Int(clamping: record.seq),
       ]
       switch record.record {
       case .activity where record.activity == "entry":

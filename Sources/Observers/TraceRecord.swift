@@ -234,5 +234,22 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// ```swift
   /// let busy = record.endTimestamp - record.timestamp
   /// ```
-  public var endTimestamp: Int64 { timestamp + (duration ?? 0) }
+  /// Saturates at `Int64.min` and `Int64.max`: a damaged log may hold any numbers.
+  public var endTimestamp: Int64 { timestamp.saturatingAdding(duration ?? 0) }
+}
+
+extension Int64 {
+  /// `self + other`, held at the type's bounds instead of trapping.
+  func saturatingAdding(_ other: Int64) -> Int64 {
+    let (sum, overflow) = addingReportingOverflow(other)
+    guard overflow else { return sum }
+    return other > 0 ? .max : .min
+  }
+
+  /// `self - other`, held at the type's bounds instead of trapping.
+  func saturatingSubtracting(_ other: Int64) -> Int64 {
+    let (difference, overflow) = subtractingReportingOverflow(other)
+    guard overflow else { return difference }
+    return other < 0 ? .max : .min
+  }
 }

@@ -69,7 +69,8 @@ public struct TraceSummary: Sendable, Hashable {
     /// let asleepFraction = summary.loops[0].asleepFraction
     /// ```
     public var asleepFraction: Double {
-      spanNanoseconds > 0 ? Double(asleepNanoseconds) / Double(spanNanoseconds) : 0
+      guard spanNanoseconds > 0 else { return 0 }
+      return min(1, max(0, Double(asleepNanoseconds) / Double(spanNanoseconds)))
     }
   }
 
@@ -137,7 +138,7 @@ public struct TraceSummary: Sendable, Hashable {
             kind: record.calloutKind ?? "", name: record.calloutName ?? "", count: 0,
             totalNanoseconds: 0)
         entry.count += 1
-        entry.totalNanoseconds += record.duration ?? 0
+        entry.totalNanoseconds = entry.totalNanoseconds.saturatingAdding(record.duration ?? 0)
         callouts[key] = entry
         if record.calloutKind == "timer", let late = record.lateness {
           _ = lateness.record(UInt64(max(0, late)))
@@ -146,9 +147,10 @@ public struct TraceSummary: Sendable, Hashable {
       return Loop(
         loop: id, thread: records.first?.thread ?? "", tid: records.first?.tid ?? 0,
         iterations: UInt64(records.filter { $0.activity == "beforeTimers" }.count),
-        spanNanoseconds: last - first,
+        // Saturating: the summary reads logs written by anyone, damaged ones included.
+        spanNanoseconds: last.saturatingSubtracting(first),
         asleepNanoseconds: records.filter { $0.record == .sleep }.reduce(0) {
-          $0 + ($1.duration ?? 0)
+          $0.saturatingAdding($1.duration ?? 0)
         },
         topCallouts: Array(
           callouts.values.sorted {

@@ -128,14 +128,15 @@ public enum TraceTimeline {
       threads.append((record.tid, "\(record.thread) (tid \(record.tid), loop \(record.loop))"))
     }
     let start = records.map(\.timestamp).min() ?? 0
-    let end = max(records.map(\.endTimestamp).max() ?? 0, start + 1)
+    let end = max(records.map(\.endTimestamp).max() ?? 0, start.saturatingAdding(1))
     let labelWidth = 260.0
     let plotWidth = Double(max(width, 400)) - labelWidth - 20
     let rowHeight = 28.0
     let top = 40.0
     let height = top + rowHeight * Double(max(threads.count, 1)) + 50
-    let scale = plotWidth / Double(end - start)
-    func x(_ time: Int64) -> Double { labelWidth + Double(time - start) * scale }
+    // Differences in Double: a damaged log's times may span more than Int64 holds.
+    let scale = plotWidth / (Double(end) - Double(start))
+    func x(_ time: Int64) -> Double { labelWidth + (Double(time) - Double(start)) * scale }
 
     var svg = """
       <?xml version="1.0" encoding="UTF-8"?>
@@ -161,17 +162,18 @@ public enum TraceTimeline {
         "x2=\"\(fmt(labelWidth + plotWidth))\" y2=\"\(fmt(y + rowHeight - 2))\" stroke=\"#ddd\"/>\n"
       for span in spans where span.tid == thread.tid {
         let inset = span.state == .waking ? 6.0 : 2.0
-        let spanWidth = max(0.5, Double(span.end - span.start) * scale)
+        let spanWidth = max(0.5, (Double(span.end) - Double(span.start)) * scale)
         svg += "<rect class=\"\(span.state.rawValue)\" x=\"\(fmt(x(span.start)))\" "
         svg += "y=\"\(fmt(y + inset))\" width=\"\(fmt(spanWidth))\" "
         svg += "height=\"\(fmt(rowHeight - 2 * inset - 2))\" fill=\"\(color(span.state))\">"
-        svg += "<title>\(escape(span.label)) \(fmt(Double(span.end - span.start) / 1e6)) ms</title>"
+        svg +=
+          "<title>\(escape(span.label)) \(fmt((Double(span.end) - Double(span.start)) / 1e6)) ms</title>"
         svg += "</rect>\n"
       }
     }
     // A time axis with about ten ticks.
     let axisY = top + rowHeight * Double(max(threads.count, 1)) + 10
-    let totalMilliseconds = Double(end - start) / 1e6
+    let totalMilliseconds = (Double(end) - Double(start)) / 1e6
     let step = niceStep(totalMilliseconds / 10)
     var tick = 0.0
     while tick <= totalMilliseconds {
@@ -207,7 +209,8 @@ public enum TraceTimeline {
 
   static func fmt(_ value: Double) -> String {
     let rounded = (value * 100).rounded() / 100
-    return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+    guard abs(rounded) < 1e15, rounded == rounded.rounded() else { return String(rounded) }
+    return String(Int(rounded))
   }
 
   static func escape(_ text: String) -> String {
