@@ -43,6 +43,26 @@ func loopbackAddress(port: UInt16) -> sockaddr_in {
   return address
 }
 
+/// A TCP socket listening on an ephemeral loopback port, and that port; `nil` when the
+/// system refuses. The caller closes the socket.
+func loopbackListener() -> (descriptor: Int32, port: UInt16)? {
+  let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  guard listener >= 0 else { return nil }
+  var address = loopbackAddress(port: 0)
+  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  let bound = withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      bind(listener, $0, length) == 0 && listen(listener, 1) == 0
+        && getsockname(listener, $0, &length) == 0
+    }
+  }
+  guard bound else {
+    close(listener)
+    return nil
+  }
+  return (listener, UInt16(bigEndian: address.sin_port))
+}
+
 /// Counts SocketPort messages on the receiving loop and releases the sender once per message.
 final class SocketPortReceiver: NSObject, PortDelegate, @unchecked Sendable {
   let received = Counter()
@@ -106,19 +126,9 @@ final class SocketPortPair: @unchecked Sendable {
 /// The bytes of one SocketPort message with a `socketPortPayload`-byte data component, as
 /// `send` puts them on the wire: a SocketPort sends it to a plain listening socket here.
 func recordedSocketPortMessage() -> [UInt8]? {
-  let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  guard let (listener, port) = loopbackListener() else { return nil }
   defer { close(listener) }
-  var address = loopbackAddress(port: 0)
-  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-  let bound = withUnsafeMutablePointer(to: &address) {
-    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-      bind(listener, $0, length) == 0 && listen(listener, 1) == 0
-        && getsockname(listener, $0, &length) == 0
-    }
-  }
-  guard bound,
-    let remote = SocketPort(
-      remoteWithTCPPort: UInt16(bigEndian: address.sin_port), host: "127.0.0.1"),
+  guard let remote = SocketPort(remoteWithTCPPort: port, host: "127.0.0.1"),
     remote.send(
       before: Date(timeIntervalSinceNow: 1),
       components: NSMutableArray(array: [Data(count: socketPortPayload)]), from: nil, reserved: 0)

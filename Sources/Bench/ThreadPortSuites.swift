@@ -162,18 +162,11 @@ func ourSocketMessagesOneInFlight(_ count: Int) throws -> Double {
 /// The floor of the loopback TCP row: the same bytes read by a bare thread blocked in
 /// `read`, no run loop.
 func floorSocketMessagesOneInFlight(_ count: Int) throws -> Double {
-  let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-  defer { close(listener) }
-  var address = loopbackAddress(port: 0)
-  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-  let bound = withUnsafeMutablePointer(to: &address) {
-    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-      bind(listener, $0, length) == 0 && listen(listener, 1) == 0
-        && getsockname(listener, $0, &length) == 0
-    }
+  guard let (listener, port) = loopbackListener() else {
+    throw RunLoopError.invalidState("cannot listen on loopback")
   }
-  guard bound else { throw RunLoopError.invalidState("cannot listen on loopback") }
-  let descriptor = try connectedLoopbackSocket(port: UInt16(bigEndian: address.sin_port))
+  defer { close(listener) }
+  let descriptor = try connectedLoopbackSocket(port: port)
   defer { close(descriptor) }
   let connection = accept(listener, nil, nil)
   guard connection >= 0 else { throw RunLoopError.invalidState("accept failed") }
