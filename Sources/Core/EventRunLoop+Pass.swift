@@ -176,7 +176,10 @@ extension EventRunLoop {
     finished.removeAll(keepingCapacity: true)
     while var request = batch.popFirst() {
       // Unique: the caller let go of it, and nothing else can reach it any more.
-      if request.isRecyclable, request.state == .finished, isKnownUniquelyReferenced(&request) {
+      // At most what the pool takes: a large batch does not stay alive until the next one.
+      if finished.count < Self.recycledRequestLimit, request.isRecyclable,
+        request.state == .finished, isKnownUniquelyReferenced(&request)
+      {
         finished.append(request)
       }
     }
