@@ -187,10 +187,7 @@ public final class EventRunLoop: @unchecked Sendable {
     // Orders the caller's earlier writes (a signal, a queued request) before the read of the
     // flag; pairs with the loop's sequentially consistent clear.
     atomicMemoryFence(ordering: .sequentiallyConsistent)
-    guard !wakePending.load(ordering: .relaxed) else { return }
-    if !wakePending.exchange(true, ordering: .acquiringAndReleasing) {
-      poller.wake()
-    }
+    wakeUpAfterPublishing()
   }
 
   /// `wakeUp()` for a caller whose change was published with a sequentially consistent

@@ -82,15 +82,19 @@ public final class PerformRequest: Sendable {
   ) {
     self.name = name
     self.modes = modes
-    self.commonModesOnly = modes.count == 1 && modes[0] == .common
+    self.commonModesOnly = Self.isCommonModesOnly(modes)
     self.body = body
     self.done = waitable ? DispatchSemaphore(value: 0) : nil
-    self.isRecyclable = !waitable && Self.hasDefaults(modes: modes, name: name)
+    self.isRecyclable = !waitable && commonModesOnly && name == EventRunLoop.defaultPerformName
+  }
+
+  private static func isCommonModesOnly(_ modes: [LoopMode]) -> Bool {
+    modes.count == 1 && modes[0] == .common
   }
 
   /// Whether `modes` and `name` are `perform`'s defaults.
   static func hasDefaults(modes: [LoopMode], name: String) -> Bool {
-    name == EventRunLoop.defaultPerformName && modes.count == 1 && modes[0] == .common
+    name == EventRunLoop.defaultPerformName && isCommonModesOnly(modes)
   }
 
   /// Makes a finished request pending again with a new closure. Called under the target
