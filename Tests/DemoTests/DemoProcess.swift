@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import RunLoopCore
 import RunLoopObservers
-import RunLoopTestSupport
+@_exported import RunLoopTestSupport
 
 /// The built `runloop-demo`, found next to the test bundle: SwiftPM puts executables and the
 /// test binary in the same build directory, and the test target depends on the demo so it
@@ -10,13 +10,6 @@ import RunLoopTestSupport
 let demoBinary: String = {
   let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
   return exe.deletingLastPathComponent().appendingPathComponent("runloop-demo").path
-}()
-
-/// The package's root directory.
-let packageRoot: String = {
-  var url = URL(fileURLWithPath: #filePath)
-  for _ in 0..<3 { url.deleteLastPathComponent() }
-  return url.path
 }()
 
 /// A fresh scratch directory for one test.
@@ -143,18 +136,6 @@ func runDemo(
 ) throws -> DemoResult {
   try DemoProcess(arguments, directory: directory, environment: environment).wait(timeout: timeout)
 }
-
-/// Runs any program to its end.
-func runProgram(_ path: String, _ arguments: [String]) throws -> DemoResult {
-  try DemoProcess(arguments, executable: path).wait(timeout: .seconds(20))
-}
-
-/// Whether a journald answers, starting one with scripts/ensure-journald.sh when none does.
-let journaldAvailable: Bool = {
-  guard let result = try? runProgram("/bin/sh", ["\(packageRoot)/scripts/ensure-journald.sh"])
-  else { return false }
-  return result.status == 0
-}()
 
 /// What a complete JSON log looks like, per loop: entries and exits balance (every run that
 /// began ended), runs nest properly, the iteration numbers have no gaps, and the record

@@ -120,7 +120,7 @@ struct RunCommandTests {
         "-t", "runloop-demo", "RUNLOOP_ACTIVITY=beforeWaiting", "RUNLOOP_RUN=\(runID)", "-o",
         "json", "--no-pager",
       ])
-    let fromJournal = try journal.stdout.split(separator: "\n").map { line -> String in
+    let fromJournal = try journal.output.split(separator: "\n").map { line -> String in
       let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
       let field = { (name: String) in object[name] as? String ?? "?" }
       return "\(field("RUNLOOP_LOOP"))/\(field("RUNLOOP_ITERATION"))/\(field("RUNLOOP_SEQ"))"

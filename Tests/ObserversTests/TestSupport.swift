@@ -52,44 +52,6 @@ final class TickProvider: LoopDeadlineProvider, @unchecked Sendable {
   }
 }
 
-/// The package's root directory.
-let packageRoot: String = {
-  var url = URL(fileURLWithPath: #filePath)
-  for _ in 0..<3 { url.deleteLastPathComponent() }
-  return url.path
-}()
-
-/// Runs a program and returns its standard output and exit status.
-func runProgram(_ path: String, _ arguments: [String]) throws -> (output: String, status: Int32) {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: path)
-  process.arguments = arguments
-  let pipe = Pipe()
-  process.standardOutput = pipe
-  let ended = ProcessExitSignal(process)
-  try process.run()
-  let data = pipe.fileHandleForReading.readDataToEndOfFile()
-  guard ended.waitOrKill(process, timeout: .seconds(60)) else {
-    return ("\(path) was not seen to end, even after SIGKILL", -1)
-  }
-  return (String(decoding: data, as: UTF8.self), process.terminationStatus)
-}
-
-/// Whether a journald answers, starting one with scripts/ensure-journald.sh when none does.
-/// Prints why not when it cannot.
-let journaldAvailable: Bool = {
-  do {
-    let result = try runProgram("/bin/sh", ["\(packageRoot)/scripts/ensure-journald.sh"])
-    if result.status != 0 {
-      print("journald tests skipped: scripts/ensure-journald.sh exited \(result.status)")
-    }
-    return result.status == 0
-  } catch {
-    print("journald tests skipped: cannot run scripts/ensure-journald.sh: \(error)")
-    return false
-  }
-}()
-
 /// A Unix datagram socket bound at a fresh path, for journal-absent and journal-stalled
 /// tests; `close()` unbinds the descriptor (the file stays until `unlinkPath()`).
 final class DatagramSocket: @unchecked Sendable {
