@@ -223,6 +223,23 @@ extension MemoryResult {
   }
 }
 
+/// Allocations of the loop thread per timer fire, counted from the 50th fire on (the first
+/// ones warm caches up). Touched on the loop thread only.
+final class FireAllocations: @unchecked Sendable {
+  private var count = 0
+  private var first: UInt64 = 0
+  private var last: UInt64 = 0
+
+  /// Called in the timer's call-out.
+  func fired() {
+    count += 1
+    if count == 50 { first = threadAllocations() }
+    last = threadAllocations()
+  }
+
+  var allocationsPerFire: Double { Double(last - first) / Double(max(1, count - 50)) }
+}
+
 func ourMemory(count: Int, fireSeconds: Double) throws -> MemoryResult {
   try onFreshThread {
     let loop = EventRunLoop.current
@@ -263,26 +280,18 @@ func ourMemory(count: Int, fireSeconds: Double) throws -> MemoryResult {
     for _ in 0..<1000 { try loop.run(mode: .default, timeout: .zero) }
     let perIdlePass = Double(threadAllocations() - idleStart) / 1000
 
-    final class Fires: @unchecked Sendable {
-      var count = 0
-      var firstAllocations: UInt64 = 0
-      var lastAllocations: UInt64 = 0
-    }
-    let fires = Fires()
+    let fires = FireAllocations()
     let timer = try LoopTimer(fireAt: .now, every: .microseconds(200), name: "fire") { _ in
-      fires.count += 1
-      if fires.count == 50 { fires.firstAllocations = threadAllocations() }
-      fires.lastAllocations = threadAllocations()
+      fires.fired()
     }
     try loop.add(timer, mode: .default)
     try loop.run(mode: .default, timeout: .seconds(fireSeconds))
     timer.invalidate()
     warm.invalidate()
     warmSource.invalidate()
-    let perFire =
-      Double(fires.lastAllocations - fires.firstAllocations) / Double(max(1, fires.count - 50))
     return MemoryResult(
-      bytesPerTimer: perTimer, bytesPerSource: perSource, allocationsPerFire: perFire,
+      bytesPerTimer: perTimer, bytesPerSource: perSource,
+      allocationsPerFire: fires.allocationsPerFire,
       allocationsPerIdlePass: perIdlePass)
   }
 }
@@ -328,26 +337,18 @@ func cfMemory(count: Int, fireSeconds: Double) throws -> MemoryResult {
     for _ in 0..<1000 { _ = CFRunLoopRunInMode(cfDefaultMode, 0, false) }
     let perIdlePass = Double(threadAllocations() - idleStart) / 1000
 
-    final class Fires: @unchecked Sendable {
-      var count = 0
-      var firstAllocations: UInt64 = 0
-      var lastAllocations: UInt64 = 0
-    }
-    let fires = Fires()
+    let fires = FireAllocations()
     let timer = makeCFTimer(fireDate: CFAbsoluteTimeGetCurrent(), interval: 0.0002) {
-      fires.count += 1
-      if fires.count == 50 { fires.firstAllocations = threadAllocations() }
-      fires.lastAllocations = threadAllocations()
+      fires.fired()
     }
     CFRunLoopAddTimer(loop, timer, cfDefaultMode)
     _ = CFRunLoopRunInMode(cfDefaultMode, fireSeconds, false)
     CFRunLoopTimerInvalidate(timer)
     CFRunLoopTimerInvalidate(warm)
     CFRunLoopSourceInvalidate(warmSource)
-    let perFire =
-      Double(fires.lastAllocations - fires.firstAllocations) / Double(max(1, fires.count - 50))
     return MemoryResult(
-      bytesPerTimer: perTimer, bytesPerSource: perSource, allocationsPerFire: perFire,
+      bytesPerTimer: perTimer, bytesPerSource: perSource,
+      allocationsPerFire: fires.allocationsPerFire,
       allocationsPerIdlePass: perIdlePass)
   }
 }
