@@ -13,11 +13,25 @@ import Synchronization
 /// Allocations (all threads) during the latest ping-pong run of each side.
 let pingPongAllocations = Atomic<UInt64>(0)
 let cfPingPongAllocations = Atomic<UInt64>(0)
+/// Sleeps that polled, and of those the ones that caught work, on both loops, during the
+/// latest ping-pong run of ours.
+let pingPongSpins = Atomic<UInt64>(0)
+let pingPongSpinsCaught = Atomic<UInt64>(0)
+/// CPU time of the whole process per round trip, in nanoseconds, during the latest ping-pong
+/// run of each side: what polling before sleep costs, beside what blocking costs.
+let pingPongCPU = Atomic<UInt64>(0)
+let cfPingPongCPU = Atomic<UInt64>(0)
+let floorPingPongCPU = Atomic<UInt64>(0)
 
 /// Bounces a perform request between two loops `roundTrips` times; returns round trips/s.
-func ourPingPong(roundTrips: Int) throws -> Double {
+/// `spinLimit` replaces the loops' default limit of polling before sleep when given.
+func ourPingPong(roundTrips: Int, spinLimit: Duration? = nil) throws -> Double {
   let a = try OurLoopThread(name: "ping")
   let b = try OurLoopThread(name: "pong")
+  if let spinLimit {
+    a.loop.spinLimit = spinLimit
+    b.loop.spinLimit = spinLimit
+  }
   defer {
     try? a.stop()
     try? b.stop()
@@ -41,11 +55,19 @@ func ourPingPong(roundTrips: Int) throws -> Double {
   }
   let ball = Ball(roundTrips, a.loop, b.loop)
   let allocations = cbench_process_allocations()
+  let spinsBefore = [a.loop.spinStatistics, b.loop.spinStatistics]
+  let cpu = processCPUNanoseconds()
   let start = nanosNow()
   b.loop.perform { ball.atB() }
   ball.done.wait()
   let rate = Double(roundTrips) / seconds(since: start)
+  pingPongCPU.store((processCPUNanoseconds() - cpu) / UInt64(roundTrips), ordering: .relaxed)
   pingPongAllocations.store(cbench_process_allocations() - allocations, ordering: .relaxed)
+  let spinsAfter = [a.loop.spinStatistics, b.loop.spinStatistics]
+  pingPongSpins.store(
+    zip(spinsAfter, spinsBefore).map { $0.spins - $1.spins }.reduce(0, +), ordering: .relaxed)
+  pingPongSpinsCaught.store(
+    zip(spinsAfter, spinsBefore).map { $0.caught - $1.caught }.reduce(0, +), ordering: .relaxed)
   return rate
 }
 
@@ -79,10 +101,12 @@ func cfPingPong(roundTrips: Int) -> Double {
   }
   let ball = Ball(roundTrips, a.runLoop, b.runLoop)
   let allocations = cbench_process_allocations()
+  let cpu = processCPUNanoseconds()
   let start = nanosNow()
   ball.send(to: b.runLoop) { ball.atB() }
   ball.done.wait()
   let rate = Double(roundTrips) / seconds(since: start)
+  cfPingPongCPU.store((processCPUNanoseconds() - cpu) / UInt64(roundTrips), ordering: .relaxed)
   cfPingPongAllocations.store(cbench_process_allocations() - allocations, ordering: .relaxed)
   return rate
 }
@@ -120,6 +144,7 @@ func floorPingPong(roundTrips: Int) -> Double {
   }
   let buffer = eventBuffer()
   defer { buffer.deallocate() }
+  let cpu = processCPUNanoseconds()
   let start = nanosNow()
   for _ in 0..<roundTrips {
     poke(eventB)
@@ -127,6 +152,7 @@ func floorPingPong(roundTrips: Int) -> Double {
   }
   let rate = Double(roundTrips) / seconds(since: start)
   pong.join()
+  floorPingPongCPU.store((processCPUNanoseconds() - cpu) / UInt64(roundTrips), ordering: .relaxed)
   return rate
 }
 

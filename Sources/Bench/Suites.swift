@@ -1,4 +1,5 @@
 import CBenchSupport
+import CRunLoopLinux
 import Foundation
 import Histogram
 import Synchronization
@@ -40,21 +41,40 @@ func interleaved(
 let allSuites: [Suite] = [
   Suite(name: "ping-pong") { options, report in
     let trips = options.quick ? 3000 : 20000
+    let rounds = options.quick ? 1 : 3
     // Twice: with the threads free to run on any CPU, and with every thread of the three
-    // sides on one CPU. On this kind of virtual machine a thread woken on the other vCPU
-    // waits some 25 to 35 us for the hypervisor to wake that vCPU from its idle halt, for
-    // every side alike, bare calls included; that latency, not the loop, is then most of a
-    // round trip. On one CPU a hop is a local context switch, and what is left to compare
-    // is what each side does around it.
+    // sides on one CPU. On this kind of virtual machine a thread woken on an idle vCPU
+    // waits some 25 to 35 us for the hypervisor to wake that vCPU from its halt (the guest
+    // kernel's own halt polling is off), for every side that blocks, bare calls included.
+    // Our loops poll before they sleep when they are being woken at short intervals (see
+    // `EventRunLoop.spinLimit`), which hides that latency; the row shows the CPU time it
+    // costs, and the rate with polling off beside it. On one CPU a hop is a local context
+    // switch, our loops do not poll, and what is left to compare is what each side does
+    // around the switch.
+    // RUNLOOP_BENCH_PLACEMENT=any|one measures one row only: for profiling.
+    let onlyPlacement = ProcessInfo.processInfo.environment["RUNLOOP_BENCH_PLACEMENT"]
     for (placement, cpu) in [("threads on any CPU", -1), ("threads on one CPU", 0)] {
-      if cbench_run_on_cpu(Int32(cpu)) != 0 {
+      if let onlyPlacement, onlyPlacement != (cpu < 0 ? "any" : "one") { continue }
+      if crl_run_on_cpu(Int32(cpu)) != 0 {
         print("ping-pong: cannot set CPU affinity (errno \(errno)); row skipped")
         continue
       }
-      defer { _ = cbench_run_on_cpu(-1) }
+      defer { _ = crl_run_on_cpu(-1) }
       let result = try interleaved(
-        rounds: options.quick ? 1 : 3, ours: { try ourPingPong(roundTrips: trips) },
+        rounds: rounds, ours: { try ourPingPong(roundTrips: trips) },
         cf: { cfPingPong(roundTrips: trips) }, floor: { floorPingPong(roundTrips: trips) })
+      let cpuPerTrip = [
+        pingPongCPU.load(ordering: .relaxed), cfPingPongCPU.load(ordering: .relaxed),
+        floorPingPongCPU.load(ordering: .relaxed),
+      ].map { Double($0) / 1000 }
+      let spins = pingPongSpins.load(ordering: .relaxed)
+      let caught = pingPongSpinsCaught.load(ordering: .relaxed)
+      let allocations = [
+        pingPongAllocations.load(ordering: .relaxed),
+        cfPingPongAllocations.load(ordering: .relaxed),
+      ].map { Double($0) / Double(trips) }
+      let withoutPolling = median(
+        try (0..<rounds).map { _ in try ourPingPong(roundTrips: trips, spinLimit: .zero) })
       let vsCF = result.ours / result.cf
       let vsFloor = result.ours / result.floor!
       report.add(
@@ -63,9 +83,14 @@ let allSuites: [Suite] = [
           cf: result.cf, floor: result.floor, advantage: vsCF,
           target: ">= 1.2x CF, >= 0.8x floor", pass: vsCF >= 1.2 && vsFloor >= 0.8,
           note: String(
-            format: "ours/floor = %.2f; allocations per round trip: ours %.1f, CF %.1f",
-            vsFloor, Double(pingPongAllocations.load(ordering: .relaxed)) / Double(trips),
-            Double(cfPingPongAllocations.load(ordering: .relaxed)) / Double(trips))))
+            format:
+              "ours/floor = %.2f; CPU time per round trip (all threads): ours %.1f us, CF %.1f us, "
+              + "floor %.1f us; sleeps that polled first: %llu of %llu hops, %llu of them caught "
+              + "work; with polling off (spinLimit = .zero): %.0f/s, %.2fx CF, %.2f of floor; "
+              + "allocations per round trip: ours %.1f, CF %.1f",
+            vsFloor, cpuPerTrip[0], cpuPerTrip[1], cpuPerTrip[2], spins, UInt64(2 * trips),
+            caught, withoutPolling, withoutPolling / result.cf, withoutPolling / result.floor!,
+            allocations[0], allocations[1])))
     }
   },
   Suite(name: "signal-pummel") { options, report in

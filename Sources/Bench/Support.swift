@@ -12,6 +12,13 @@ import Glibc
 /// Seconds since `start`.
 func seconds(since start: UInt64) -> Double { Double(nanosNow() &- start) / 1e9 }
 
+/// CPU time used so far by every thread of the process, in nanoseconds.
+func processCPUNanoseconds() -> UInt64 {
+  var spec = timespec()
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec)
+  return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+}
+
 /// Bytes the allocator has handed out and not taken back (mallinfo2: all arenas plus mmap).
 func heapBytesInUse() -> Int {
   Int(cbench_heap_bytes_in_use())

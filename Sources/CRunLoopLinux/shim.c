@@ -2,6 +2,7 @@
 // cache (one thread-local variable shared by every caller) and what needs _GNU_SOURCE.
 #define _GNU_SOURCE 1
 #include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include "CRunLoopLinux.h"
@@ -48,4 +49,23 @@ size_t crl_current_stack_size(void) {
   pthread_attr_getstacksize(&attributes, &size);
   pthread_attr_destroy(&attributes);
   return size;
+}
+
+int crl_allowed_cpu_count(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  int count = CPU_COUNT(&set);
+  return count > 0 ? count : 1;
+}
+
+int crl_run_on_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (cpu < 0) {
+    long count = sysconf(_SC_NPROCESSORS_CONF);
+    for (long index = 0; index < count && index < CPU_SETSIZE; index++) CPU_SET(index, &set);
+  } else {
+    CPU_SET(cpu, &set);
+  }
+  return sched_setaffinity(0, sizeof set, &set);
 }

@@ -248,12 +248,12 @@ extension EventRunLoop {
     }
     poller.arm(nanoseconds: wake)
     guard refreshInstruments().contains(.sleeps) else {
-      let count = poller.wait(into: buffer, block: true)
+      let count = blockingWait(into: buffer)
       acknowledgeWake(in: buffer, count: count)
       return count
     }
     let start = ContinuousClock.now
-    let count = poller.wait(into: buffer, block: true)
+    let count = blockingWait(into: buffer)
     acknowledgeWake(in: buffer, count: count)
     reportSleep(from: start, to: .now)
     return count

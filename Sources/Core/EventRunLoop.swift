@@ -53,6 +53,9 @@ public final class EventRunLoop: @unchecked Sendable {
   let wakePending = Atomic<Bool>(false)
   // Changes whenever the loop's own instruments change.
   let instrumentsVersion = Atomic<UInt64>(0)
+  // The longest a sleep may poll before blocking, in nanoseconds (see `spinLimit`).
+  let spinLimitStorage = Atomic<Int64>(defaultSpinLimitNanoseconds.load(ordering: .relaxed))
+  let spinCounters = SpinCounters()
   // Loop thread only.
   //
   // Not checked for exclusive access at run time: only the loop's thread touches it, and a
@@ -464,6 +467,8 @@ struct LoopThreadState {
   var spareBatch = Deque<PerformRequest>()
   // Finished requests of the last batch, for the pool at the next batch.
   var finishedRequests: [PerformRequest] = []
+  // How long the next sleep may poll before it blocks (see `blockingWait(into:)`).
+  var spin = SpinWindow()
 }
 
 /// The loop thread's snapshot of what a pass in one mode reads from `LoopState`, valid while

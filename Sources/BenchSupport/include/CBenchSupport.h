@@ -14,8 +14,4 @@ uint64_t cbench_process_allocations(void);
 // Bytes handed out by malloc and not freed (mallinfo2: uordblks + hblkhd, all arenas).
 uint64_t cbench_heap_bytes_in_use(void);
 
-// Restricts the calling thread, and the threads it creates from now on, to CPU `cpu`; with
-// -1, allows every CPU again. Returns 0, or -1 with errno set.
-int cbench_run_on_cpu(int cpu);
-
 #endif

@@ -57,4 +57,12 @@ size_t crl_current_stack_size(void);
 /// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC (a GNU extension).
 int crl_accept_nonblocking(int fd);
 
+/// How many CPUs the calling thread may run on (sched_getaffinity and CPU_COUNT, which are
+/// GNU extensions and macros); 1 when the mask cannot be read.
+int crl_allowed_cpu_count(void);
+
+/// Restricts the calling thread, and the threads it creates from now on, to CPU `cpu`; with
+/// -1, allows every configured CPU again. Returns 0, or -1 with errno set.
+int crl_run_on_cpu(int cpu);
+
 #endif

@@ -1,0 +1,95 @@
+import Glibc
+
+/// Polling before sleep: a loop that is woken again and again within microseconds polls for
+/// a moment before it blocks, so that it sees the next piece of work without waiting for
+/// the kernel (and, on a virtual machine, the hypervisor) to wake its thread.
+extension EventRunLoop {
+  /// The longest a sleep may poll before it blocks; `.zero` turns polling off for this
+  /// loop. Safe to set from any thread; the loop's next sleep uses it. Values are clamped to
+  /// the range 0 to 1 ms. New loops start with ``defaultSpinLimit`` (50 µs unless changed).
+  ///
+  /// The loop polls only when all of these hold:
+  /// - its recent sleeps were short: a sleep that ended within the limit opens the polling
+  ///   window (an eighth of the limit, doubling with each short sleep up to the limit), and a
+  ///   sleep longer than the limit shuts it again. A loop woken every millisecond, or idle,
+  ///   never polls;
+  /// - its thread may run on more than one CPU;
+  /// - fewer loops of the process are polling than the thread has CPUs minus one, so a CPU
+  ///   stays free for the thread that will wake it.
+  ///
+  /// Polling is non-blocking `epoll_wait` calls, so it sees everything a sleep would (a
+  /// wake-up, a descriptor, a timer), and ends early for any of them. Its cost is CPU time:
+  /// up to the limit per sleep while the loop is being woken at short intervals.
+  ///
+  /// ```swift
+  /// let worker = try RunLoopThread(name: "worker")
+  /// worker.runLoop.spinLimit = .zero  // never poll: sleep at once, every time
+  /// ```
+  public var spinLimit: Duration {
+    get { .nanoseconds(spinLimitStorage.load(ordering: .relaxed)) }
+    set { spinLimitStorage.store(spinLimitNanoseconds(newValue), ordering: .relaxed) }
+  }
+
+  /// The ``spinLimit`` that loops created from now on start with: 50 µs unless changed.
+  /// Clamped to the range 0 to 1 ms; `.zero` makes new loops never poll.
+  ///
+  /// ```swift
+  /// // A battery-powered device: no loop of this process polls before it sleeps.
+  /// EventRunLoop.defaultSpinLimit = .zero
+  /// ```
+  public static var defaultSpinLimit: Duration {
+    get { .nanoseconds(defaultSpinLimitNanoseconds.load(ordering: .relaxed)) }
+    set { defaultSpinLimitNanoseconds.store(spinLimitNanoseconds(newValue), ordering: .relaxed) }
+  }
+
+  /// How often this loop has polled before sleeping, how often that caught work, and the
+  /// time it took. Safe from any thread.
+  ///
+  /// ```swift
+  /// let spins = loop.spinStatistics
+  /// print("\(spins.caught) of \(spins.spins) polls caught work")
+  /// ```
+  public var spinStatistics: LoopSpinStatistics {
+    LoopSpinStatistics(
+      spins: spinCounters.spins.load(ordering: .relaxed),
+      caught: spinCounters.caught.load(ordering: .relaxed),
+      spinTime: .nanoseconds(Int64(clamping: spinCounters.nanoseconds.load(ordering: .relaxed))))
+  }
+
+  /// Step 7's blocking wait: polls first when the window is open and a polling place is
+  /// free, then blocks; adjusts the window by how long the sleep took. Returns the number
+  /// of events in `buffer`.
+  func blockingWait(into buffer: UnsafeMutableRawPointer) -> Int {
+    let limit = spinLimitStorage.load(ordering: .relaxed)
+    guard limit > 0, local.spin.threadHasAnotherCPU() else {
+      return poller.wait(into: buffer, block: true)
+    }
+    let start = ClockReference.nowNanoseconds()
+    let window = min(local.spin.nanoseconds, limit)
+    if window > 0, takeSpinSlot(of: local.spin.allowedCPUs) {
+      let count = poll(into: buffer, from: start, until: start + window)
+      releaseSpinSlot()
+      if count > 0 { return count }
+    }
+    let count = poller.wait(into: buffer, block: true)
+    local.spin.adapt(slept: ClockReference.nowNanoseconds() - start, limit: limit)
+    return count
+  }
+
+  /// Non-blocking waits until an event arrives or `end` passes; returns the event count
+  /// (0 when none came) and records the spin.
+  private func poll(into buffer: UnsafeMutableRawPointer, from start: Int64, until end: Int64)
+    -> Int
+  {
+    var count = 0
+    var now = start
+    while true {
+      count = poller.wait(into: buffer, block: false)
+      now = ClockReference.nowNanoseconds()
+      if count > 0 || now >= end { break }
+      sched_yield()
+    }
+    spinCounters.record(nanoseconds: now - start, caught: count > 0)
+    return count
+  }
+}
