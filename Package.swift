@@ -94,7 +94,7 @@ let package = Package(
     .target(name: "RunLoopTestSupport", dependencies: ["RunLoopCore"], path: "Tests/Support"),
     .testTarget(
       name: "RunLoopCoreTests",
-      dependencies: ["RunLoopCore", "RunLoopTestHelper", "RunLoopTestSupport"],
+      dependencies: ["CRunLoopLinux", "RunLoopCore", "RunLoopTestHelper", "RunLoopTestSupport"],
       path: "Tests/CoreTests"
     ),
     .testTarget(
