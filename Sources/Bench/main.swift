@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import RunLoopCore
 
 /// `runloop-bench`: our run loop side by side with CFRunLoop and the bare Linux calls.
 struct RunLoopBenchCommand: ParsableCommand {
@@ -20,6 +21,11 @@ struct RunLoopBenchCommand: ParsableCommand {
   @Flag(help: "List the suites and exit.")
   var list = false
 
+  @Option(
+    name: .customLong("spin-limit-us"),
+    help: "Our loops' limit of polling before sleep, in microseconds (default: the loops' own).")
+  var spinLimitMicroseconds: Int?
+
   func run() throws {
     if list {
       for suite in allSuites { print(suite.name) }
@@ -29,6 +35,9 @@ struct RunLoopBenchCommand: ParsableCommand {
     guard unknown.isEmpty else {
       throw ValidationError(
         "unknown suite(s) \(unknown); known: \(allSuites.map(\.name).joined(separator: ", "))")
+    }
+    if let spinLimitMicroseconds {
+      EventRunLoop.defaultSpinLimit = .microseconds(spinLimitMicroseconds)
     }
     let options = BenchOptions(quick: quick)
     let report = Report()

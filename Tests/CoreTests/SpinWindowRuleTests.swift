@@ -1,0 +1,70 @@
+import Testing
+
+@testable import RunLoopCore
+
+/// The rule that sizes a loop's polling window, step by step (the loop applies it after
+/// every sleep that blocked and every poll; `SpinBeforeSleepTests` checks it on real loops).
+@Suite("The polling window's rule")
+struct SpinWindowRuleTests {
+  let limit: Int64 = 40_000
+
+  @Test func shortSleepsOpenTheWindowAtAnEighthAndDoubleItUpToTheLimit() {
+    var window = SpinWindow()
+    var sizes: [Int64] = []
+    for _ in 0..<5 {
+      window.adapt(slept: 10_000, limit: limit)
+      sizes.append(window.nanoseconds)
+    }
+    #expect(sizes == [5_000, 10_000, 20_000, 40_000, 40_000])
+  }
+
+  @Test func aSleepLongerThanTheLimitShutsTheWindow() {
+    var window = SpinWindow()
+    for _ in 0..<4 { window.adapt(slept: 1_000, limit: limit) }
+    #expect(window.nanoseconds == limit)
+    window.adapt(slept: limit + 1, limit: limit)
+    #expect(window.nanoseconds == 0)
+  }
+
+  @Test func aSleepOfExactlyTheLimitCountsAsShort() {
+    var window = SpinWindow()
+    window.adapt(slept: limit, limit: limit)
+    #expect(window.nanoseconds == limit / 8)
+  }
+
+  @Test func pollsThatMostlyCatchWorkKeepTheWindowOpen() {
+    var window = SpinWindow()
+    for _ in 0..<4 { window.adapt(slept: 1_000, limit: limit) }
+    for poll in 0..<(SpinWindow.reviewInterval * 3) { window.pollEnded(caught: poll % 2 == 0) }
+    #expect(window.nanoseconds == limit)
+    #expect(window.pausedSleeps == 0)
+  }
+
+  @Test func pollsThatMostlyMissShutTheWindowForAPauseThatDoublesEachTime() {
+    var window = SpinWindow()
+    for _ in 0..<4 { window.adapt(slept: 1_000, limit: limit) }
+    for poll in 0..<SpinWindow.reviewInterval { window.pollEnded(caught: poll % 4 == 0) }
+    #expect(window.nanoseconds == 0)
+    #expect(window.pausedSleeps == SpinWindow.firstPause)
+    // During the pause, short sleeps do not open the window.
+    for _ in 0..<SpinWindow.firstPause {
+      window.adapt(slept: 1_000, limit: limit)
+      #expect(window.nanoseconds == 0)
+    }
+    // After it they do; a second failed review pauses twice as long.
+    window.adapt(slept: 1_000, limit: limit)
+    #expect(window.nanoseconds == limit / 8)
+    for _ in 0..<SpinWindow.reviewInterval { window.pollEnded(caught: false) }
+    #expect(window.pausedSleeps == 2 * SpinWindow.firstPause)
+  }
+
+  @Test func aReviewThatPassesResetsThePauseAndThePauseHasAMaximum() {
+    var window = SpinWindow()
+    for _ in 0..<20 {
+      for _ in 0..<SpinWindow.reviewInterval { window.pollEnded(caught: false) }
+    }
+    #expect(window.nextPause == SpinWindow.longestPause)
+    for _ in 0..<SpinWindow.reviewInterval { window.pollEnded(caught: true) }
+    #expect(window.nextPause == SpinWindow.firstPause)
+  }
+}
