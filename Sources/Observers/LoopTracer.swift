@@ -238,17 +238,11 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
     _ event: inout _TraceEvent, mode: String, calloutKind: String? = nil,
     calloutName: String? = nil
   ) {
-    // The events go into the sinks' queues under the table's lock (``_TraceStrings/stamp``),
-    // the same lock acquisition that numbers them: so none can land behind the release
-    // items that close() and deinit queue.
+    // The events go into the sinks' queues under the table's lock, the same lock
+    // acquisition that numbers them: so none can land behind the release items that close()
+    // and deinit queue.
     let outcome = strings.stamp(
-      &event, mode: mode, calloutKind: calloutKind, calloutName: calloutName
-    ) { event in
-      for (sink, source) in eventSinks {
-        event.source = source
-        sink._enqueue(event)
-      }
-    }
+      &event, mode: mode, calloutKind: calloutKind, calloutName: calloutName, sinks: eventSinks)
     switch outcome {
     case .delivered:
       guard !recordSinks.isEmpty else { return }
@@ -276,9 +270,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// Tells each sink of this package that no event of this tracer follows, so that it
   /// releases the tracer's string table once the events already queued are written.
   private func releaseTables() {
-    strings.release {
-      for (sink, source) in eventSinks { sink._release(source) }
-    }
+    strings.release(from: eventSinks)
   }
 }
 

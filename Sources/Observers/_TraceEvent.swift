@@ -99,10 +99,10 @@ package protocol _TraceEventSink: TraceSink {
 /// sink's writer thread resolves events through it.
 ///
 /// A released table's number goes on a free list and is handed to the next tracer that
-/// registers: the writer releases a table only when it reaches the tracer's ``_TraceItem/release(_:)``
-/// item, after every event of that tracer, and a tracer registered later queues its events
-/// after that item. So the number of tables is that of the live tracers (plus those whose
-/// events are still queued), however many come and go.
+/// registers: the writer releases a table only when it reaches the tracer's
+/// ``_TraceItem/release(_:)`` item, after every event of that tracer, and a tracer registered
+/// later queues its events after that item. So the number of tables is that of the live
+/// tracers (plus those whose events are still queued), however many come and go.
 package final class _TraceSources: Sendable {
   private struct Slots {
     // By source number; `nil` for a free number.
