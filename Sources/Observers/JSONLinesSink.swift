@@ -123,6 +123,14 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendabl
     writer.enqueue(.event(event))
   }
 
+  package func _release(_ source: UInt32) {
+    // Behind the tracer's events in the queue; once the writer has finished, nothing of the
+    // tracer is left to write, and the table goes at once.
+    if !writer.enqueueControl(.release(source)) { sources.release(source) }
+  }
+
+  package var _registeredTables: Int { sources.count }
+
   /// Waits until every record queued so far is written, up to `timeout`; returns whether it
   /// got there. Handy before reading the file while tracing goes on.
   ///
@@ -233,8 +241,13 @@ final class _JSONLinesFile: @unchecked Sendable {
     // taken from the traced loop on a 2-core machine (runloop-bench, tracing).
     for item in batch {
       switch item {
-      case .event(let event): encoder.append(event, to: buffer)
+      case .event(let event):
+        guard encoder.append(event, to: buffer) else { continue }
       case .record(let record): record.appendJSONLine(to: buffer)
+      case .release(let source):
+        // The tracer's lines are already encoded (bytes copied): its strings can go.
+        encoder.release(source)
+        continue
       }
       lineEnds.append(buffer.count)
       if buffer.count >= Self.sliceBytes { writeBuffered() }

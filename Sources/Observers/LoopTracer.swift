@@ -17,6 +17,19 @@ import RunLoopCore
 /// // ...
 /// tracer.close()
 /// ```
+///
+/// Many tracers may feed one sink (a tracer per request thread, say). Each sink of this
+/// package keeps a tracer's strings only while the tracer lives: when it is closed or
+/// deinitialised, the sink releases them after the tracer's last queued record, so a
+/// long-lived sink holds the strings of the live tracers only.
+///
+/// ```swift
+/// let shared = try JSONLinesSink(path: "/tmp/requests.jsonl")
+/// let tracer = LoopTracer(sinks: [shared])  // one per request
+/// tracer.attach(to: .current)
+/// // ... handle the request ...
+/// tracer.detach()  // then drop it: `shared` stays open for the other tracers
+/// ```
 public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// The id every record of this tracer carries in `run`, to tell traces apart.
   ///
@@ -126,7 +139,13 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
     if everyLoop { EventRunLoop.removeProcessInstrument(self) }
   }
 
-  /// Detaches, then closes every sink (which writes what they have queued).
+  /// Detaches, then closes every sink (which writes what they have queued). The tracer
+  /// records nothing after this, not even from a loop that has not seen the detach yet; the
+  /// sinks of this package let go of its strings once its queued records are written.
+  ///
+  /// To end one of several tracers that share a long-lived sink, call ``detach()`` and let
+  /// the tracer go instead: its sinks stay open, and each releases the tracer's strings once
+  /// the tracer is deinitialised and its records are written.
   ///
   /// ```swift
   /// tracer.close()
@@ -138,7 +157,14 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
     }
     guard first else { return }
     detach()
+    releaseTables()
     for sink in sinks { sink.close() }
+  }
+
+  // A tracer that is simply let go (detached, the last reference dropped) releases its
+  // tables too: no loop can still be calling it then.
+  deinit {
+    releaseTables()
   }
 
   /// Forgets what the tracer keeps for the loop of an exited thread: its thread name (the
@@ -212,17 +238,17 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
     _ event: inout _TraceEvent, mode: String, calloutKind: String? = nil,
     calloutName: String? = nil
   ) {
-    let stamped = strings.stamp(
-      &event, mode: mode, calloutKind: calloutKind, calloutName: calloutName)
-    if stamped {
-      for (sink, source) in eventSinks {
-        event.source = source
-        sink._enqueue(event)
-      }
+    // The events go into the sinks' queues under the table's lock, the same lock
+    // acquisition that numbers them: so none can land behind the release items that close()
+    // and deinit queue.
+    let outcome = strings.stamp(
+      &event, mode: mode, calloutKind: calloutKind, calloutName: calloutName, sinks: eventSinks)
+    switch outcome {
+    case .delivered:
       guard !recordSinks.isEmpty else { return }
       let record = strings.snapshot().record(for: event)
       for sink in recordSinks { sink.enqueue(record) }
-    } else {
+    case .full:
       // The string table is full: a whole record, built here, for every sink.
       let record = TraceRecord(
         run: runID, seq: event.seq, record: event.kind, timestamp: event.timestamp,
@@ -235,7 +261,16 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
         dueAt: event.hasDue ? event.dueAt : nil,
         lateness: event.hasDue ? event.lateness : nil)
       for sink in sinks { sink.enqueue(record) }
+    case .released:
+      // Closed: a loop that had not yet seen the detach still called.
+      return
     }
+  }
+
+  /// Tells each sink of this package that no event of this tracer follows, so that it
+  /// releases the tracer's string table once the events already queued are written.
+  private func releaseTables() {
+    strings.release(from: eventSinks)
   }
 }
 

@@ -10,28 +10,55 @@ import RunLoopCore
 /// the traced loop: hence plain pointer writes, and no reference counting per event.
 package struct _JSONEventEncoder {
   private let sources: _TraceSources
-  private var tables: [_TraceStrings] = []
-  private var bySource: [_QuotedTable] = []
+  // By source number; `nil` for a number not seen yet or released.
+  private var bySource: [_QuotedTable?] = []
 
   package init(sources: _TraceSources) {
     self.sources = sources
   }
 
-  /// Appends the line of `event` to `buffer`.
-  mutating func append(_ event: _TraceEvent, to buffer: _LineBuffer) {
+  /// Appends the line of `event` to `buffer`; `false` (nothing appended) when no table has
+  /// the event's source number, which the ordering of releases rules out.
+  @discardableResult
+  mutating func append(_ event: _TraceEvent, to buffer: _LineBuffer) -> Bool {
     let index = Int(event.source)
-    while index >= bySource.count {
-      if bySource.count >= tables.count { tables = sources.tables() }
-      bySource.append(_QuotedTable(tables[bySource.count]))
+    if index < bySource.count, let table = bySource[index] {
+      table.encode(event, to: buffer)
+      return true
     }
-    bySource[index].encode(event, to: buffer)
+    guard let strings = sources.table(event.source) else { return false }
+    if index >= bySource.count {
+      bySource.append(contentsOf: repeatElement(nil, count: index + 1 - bySource.count))
+    }
+    let table = _QuotedTable(strings)
+    bySource[index] = table
+    table.encode(event, to: buffer)
+    return true
+  }
+
+  /// Forgets the quoted strings of `source` (freeing them) and releases its table; the
+  /// number may then come back for another tracer.
+  mutating func release(_ source: UInt32) {
+    if Int(source) < bySource.count { bySource[Int(source)] = nil }
+    sources.release(source)
+  }
+
+  /// The lines of `items` (events and releases), for tests.
+  package mutating func lines(_ items: [_TraceItem]) -> String {
+    let buffer = _LineBuffer()
+    for item in items {
+      switch item {
+      case .event(let event): append(event, to: buffer)
+      case .record(let record): record.appendJSONLine(to: buffer)
+      case .release(let source): release(source)
+      }
+    }
+    return String(decoding: buffer.bytes, as: UTF8.self)
   }
 
   /// The lines of `events`, for tests.
   package mutating func lines(_ events: [_TraceEvent]) -> String {
-    let buffer = _LineBuffer()
-    for event in events { append(event, to: buffer) }
-    return String(decoding: buffer.bytes, as: UTF8.self)
+    lines(events.map { .event($0) })
   }
 }
 

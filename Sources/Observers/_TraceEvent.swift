@@ -66,12 +66,16 @@ package struct _TraceEvent: Sendable {
   }
 }
 
-/// One element of a sink's queue: a compact event from a tracer, or a whole record handed to
-/// the sink's public `enqueue(_:)` (by a tool, a test, or a tracer whose string table is
-/// full). Boxed, so that the common case stays a small copy.
+/// One element of a sink's queue: a compact event from a tracer, a whole record handed to the
+/// sink's public `enqueue(_:)` (by a tool, a test, or a tracer whose string table is full),
+/// or the end of a tracer's events. Boxed, so that the common case stays a small copy.
 package enum _TraceItem: Sendable {
   case event(_TraceEvent)
   indirect case record(TraceRecord)
+  /// The tracer that numbers its events `source` sends no more: every event of it is before
+  /// this item, so the writer releases the tracer's table when it gets here
+  /// (``_TraceSources/release(_:)``). Queued with `_WriterThread.enqueueControl(_:)`.
+  case release(UInt32)
 }
 
 /// A sink that takes ``_TraceEvent`` values from the tracer instead of whole records: the
@@ -82,37 +86,102 @@ package protocol _TraceEventSink: TraceSink {
   func _register(_ strings: _TraceStrings) -> UInt32
   /// Takes one event; called on the loop thread, must not block.
   func _enqueue(_ event: _TraceEvent)
+  /// The tracer registered as `source` sends no more events (it is closed or gone): the sink
+  /// releases its table once every event queued before this call is written, so that a sink
+  /// fed by many short-lived tracers keeps only the tables of those alive. Must not block;
+  /// called once per ``_register(_:)``.
+  func _release(_ source: UInt32)
+  /// The tables registered and not released yet (for tests and diagnostics).
+  var _registeredTables: Int { get }
 }
 
 /// The string tables of the tracers that feed one sink, by ``_TraceEvent/source``; the
 /// sink's writer thread resolves events through it.
+///
+/// A released table's number goes on a free list and is handed to the next tracer that
+/// registers: the writer releases a table only when it reaches the tracer's
+/// ``_TraceItem/release(_:)`` item, after every event of that tracer, and a tracer registered
+/// later queues its events after that item. So the number of tables is that of the live
+/// tracers (plus those whose events are still queued), however many come and go.
 package final class _TraceSources: Sendable {
-  private let registered = GuardedState<[_TraceStrings]>([])
+  private struct Slots {
+    // By source number; `nil` for a free number.
+    var tables: [_TraceStrings?] = []
+    // How many registrations each table has (a tracer that names a sink twice registers
+    // twice and releases twice).
+    var references: [Int] = []
+    var numbers: [ObjectIdentifier: UInt32] = [:]
+    var free: [UInt32] = []
+  }
+
+  private let slots = GuardedState(Slots())
 
   package init() {}
 
-  /// The tables registered so far, by source number.
-  package func tables() -> [_TraceStrings] {
-    registered.withLock { $0 }
-  }
-
+  /// The number events that use `strings` carry; a table registered again keeps its number.
   package func register(_ strings: _TraceStrings) -> UInt32 {
-    registered.withLock { tables in
-      if let index = tables.firstIndex(where: { $0 === strings }) { return UInt32(index) }
-      tables.append(strings)
-      return UInt32(tables.count - 1)
+    slots.withLock { slots in
+      if let source = slots.numbers[ObjectIdentifier(strings)] {
+        slots.references[Int(source)] += 1
+        return source
+      }
+      let source: UInt32
+      if let reused = slots.free.popLast() {
+        source = reused
+        slots.tables[Int(source)] = strings
+        slots.references[Int(source)] = 1
+      } else {
+        source = UInt32(slots.tables.count)
+        slots.tables.append(strings)
+        slots.references.append(1)
+      }
+      slots.numbers[ObjectIdentifier(strings)] = source
+      return source
     }
   }
 
-  /// The records of `batch`, in order (on the writer thread).
+  /// The table of `source`, or `nil` when no table has that number.
+  package func table(_ source: UInt32) -> _TraceStrings? {
+    slots.withLock { slots in
+      Int(source) < slots.tables.count ? slots.tables[Int(source)] : nil
+    }
+  }
+
+  /// Drops one registration of `source`; the last one frees the number for reuse (on the
+  /// writer thread, once every event of the table is written). Releasing a free number does
+  /// nothing.
+  package func release(_ source: UInt32) {
+    let table = slots.withLock { slots -> _TraceStrings? in
+      let index = Int(source)
+      guard index < slots.tables.count, let table = slots.tables[index] else { return nil }
+      slots.references[index] -= 1
+      guard slots.references[index] == 0 else { return nil }
+      slots.tables[index] = nil
+      slots.numbers[ObjectIdentifier(table)] = nil
+      slots.free.append(source)
+      return table
+    }
+    // The last reference to the table, when its tracer is gone: freed here, after the lock.
+    withExtendedLifetime(table) {}
+  }
+
+  /// The tables registered and not released.
+  package var count: Int {
+    slots.withLock { $0.numbers.count }
+  }
+
+  /// The records of `batch`, in order (on the writer thread); a release item releases its
+  /// table once the events before it are resolved.
   package func records<Batch: Sequence<_TraceItem>>(_ batch: Batch) -> [TraceRecord] {
     var resolver = Resolver(sources: self)
     var records: [TraceRecord] = []
     records.reserveCapacity(batch.underestimatedCount)
     for item in batch {
       switch item {
-      case .event(let event): records.append(resolver.record(for: event))
+      case .event(let event):
+        if let record = resolver.record(for: event) { records.append(record) }
       case .record(let record): records.append(record)
+      case .release(let source): resolver.release(source)
       }
     }
     return records
@@ -121,8 +190,7 @@ package final class _TraceSources: Sendable {
   /// Resolves the events of one batch, taking each table's strings once.
   package struct Resolver {
     let sources: _TraceSources
-    private var tables: [_TraceStrings] = []
-    private var snapshots: [Int: _TraceStrings.Snapshot] = [:]
+    private var snapshots: [UInt32: _TraceStrings.Snapshot] = [:]
     private var lastSource: UInt32 = .max
     private var last: _TraceStrings.Snapshot?
 
@@ -130,24 +198,36 @@ package final class _TraceSources: Sendable {
       self.sources = sources
     }
 
-    package mutating func snapshot(_ source: UInt32) -> _TraceStrings.Snapshot {
+    /// The strings of `source`; `nil` when no table has that number, which the ordering of
+    /// releases rules out (the event is then left out rather than resolved against nothing).
+    package mutating func snapshot(_ source: UInt32) -> _TraceStrings.Snapshot? {
       if source == lastSource, let last { return last }
-      let index = Int(source)
       let snapshot: _TraceStrings.Snapshot
-      if let known = snapshots[index] {
+      if let known = snapshots[source] {
         snapshot = known
       } else {
-        if index >= tables.count { tables = sources.tables() }
-        snapshot = tables[index].snapshot()
-        snapshots[index] = snapshot
+        guard let table = sources.table(source) else { return nil }
+        snapshot = table.snapshot()
+        snapshots[source] = snapshot
       }
       lastSource = source
       last = snapshot
       return snapshot
     }
 
-    package mutating func record(for event: _TraceEvent) -> TraceRecord {
-      snapshot(event.source).record(for: event)
+    package mutating func record(for event: _TraceEvent) -> TraceRecord? {
+      snapshot(event.source)?.record(for: event)
+    }
+
+    /// Forgets the strings of `source` and releases its table: a later event with that
+    /// number belongs to the tracer that gets the number next.
+    package mutating func release(_ source: UInt32) {
+      snapshots[source] = nil
+      if lastSource == source {
+        lastSource = .max
+        last = nil
+      }
+      sources.release(source)
     }
   }
 }

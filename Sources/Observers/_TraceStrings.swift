@@ -38,6 +38,8 @@ package final class _TraceStrings: Sendable {
     var lastMode: (string: String, id: UInt32) = ("", _TraceEvent.none)
     var lastKind: (string: String, id: UInt32) = ("", _TraceEvent.none)
     var lastName: (string: String, id: UInt32) = ("", _TraceEvent.none)
+    // The tracer is closed or gone: no more events (``_TraceStrings/release(from:)``).
+    var released = false
 
     /// The id of `string`, added when new; `nil` when the table is full.
     mutating func intern(_ string: String) -> UInt32? {
@@ -90,44 +92,104 @@ package final class _TraceStrings: Sendable {
     self.state = GuardedState(Table())
   }
 
-  /// Numbers `event` and fills in its thread and mode ids (and, for a call-out, its kind and
-  /// name ids); returns `false` when a string could not be added (the table is full), in
-  /// which case the caller sends a whole record instead. Called on the loop thread.
+  /// What ``stamp(_:mode:calloutKind:calloutName:sinks:)`` did with an event.
+  package enum Stamp {
+    /// Numbered, its ids filled in, and queued in the sinks.
+    case delivered
+    /// Numbered, but a string could not be added (the table is full): the caller sends a
+    /// whole record instead.
+    case full
+    /// Dropped: the table was released (its tracer is closed), and the sinks may already
+    /// have forgotten it.
+    case released
+  }
+
+  /// Numbers `event`, fills in its thread and mode ids (and, for a call-out, its kind and
+  /// name ids) and queues it in each of `sinks` (with the number each gave this table), all
+  /// under the table's lock: so an event is in the sinks' queues before any
+  /// ``release(from:)`` that follows it queues its release items. Called on the loop thread.
+  ///
+  /// The sinks come as an array, not as a closure that queues: calling such a closure cost
+  /// the loop about 15 ns more per event (runloop-bench, tracing: 155 against 140 ns).
   package func stamp(
     _ event: inout _TraceEvent, mode: String, calloutKind: String? = nil,
-    calloutName: String? = nil
-  ) -> Bool {
+    calloutName: String? = nil, sinks: [(sink: any _TraceEventSink, source: UInt32)]
+  ) -> Stamp {
     let tid = event.tid
-    var known = state.withLock { table -> Bool? in
+    var outcome = state.withLock { table -> Stamp? in
+      guard !table.released else { return .released }
       table.seq &+= 1
       event.seq = table.seq
       guard let thread = table.thread(tid) else {
         // A thread known without an id: the table was full when it came, and still is.
-        return table.unlistedThreadNames[tid] == nil ? nil : false
+        return table.unlistedThreadNames[tid] == nil ? nil : .full
       }
       event.thread = thread
-      return table.fill(&event, mode: mode, calloutKind: calloutKind, calloutName: calloutName)
+      guard table.fill(&event, mode: mode, calloutKind: calloutKind, calloutName: calloutName)
+      else { return .full }
+      Self.deliver(&event, to: sinks)
+      return .delivered
     }
-    if known == nil {
+    if outcome == nil {
       // First event of this thread: read its name outside the lock, once.
       let name = _readFirstLine("/proc/self/task/\(tid)/comm") ?? "thread-\(tid)"
-      known = state.withLock { table -> Bool in
+      outcome = state.withLock { table -> Stamp in
+        guard !table.released else { return .released }
         let id: UInt32
         if let existing = table.threadNames[tid] {
           id = existing
         } else {
           guard let added = table.intern(name) else {
             if table.unlistedThreadNames[tid] == nil { table.unlistedThreadNames[tid] = name }
-            return false
+            return .full
           }
           table.threadNames[tid] = added
           id = added
         }
         event.thread = id
-        return table.fill(&event, mode: mode, calloutKind: calloutKind, calloutName: calloutName)
+        guard table.fill(&event, mode: mode, calloutKind: calloutKind, calloutName: calloutName)
+        else { return .full }
+        Self.deliver(&event, to: sinks)
+        return .delivered
       }
     }
-    return known ?? false
+    return outcome ?? .full
+  }
+
+  /// Numbers `event` and fills in its ids without handing it anywhere; `false` when a string
+  /// could not be added or the table is released. For tests of the encoders.
+  package func stamp(
+    _ event: inout _TraceEvent, mode: String, calloutKind: String? = nil,
+    calloutName: String? = nil
+  ) -> Bool {
+    stamp(&event, mode: mode, calloutKind: calloutKind, calloutName: calloutName, sinks: [])
+      == .delivered
+  }
+
+  /// Queues `event` in each of `sinks`, with the sink's number for this table (under the
+  /// table's lock).
+  @inline(__always)
+  private static func deliver(
+    _ event: inout _TraceEvent, to sinks: [(sink: any _TraceEventSink, source: UInt32)]
+  ) {
+    for (sink, source) in sinks {
+      event.source = source
+      sink._enqueue(event)
+    }
+  }
+
+  /// Marks the table released and, under its lock, tells each of `sinks` to release it
+  /// (``_TraceEventSink/_release(_:)`` queues a release item): every event stamped before is
+  /// already queued ahead of those items, and no event is stamped after. Returns `false`,
+  /// doing nothing, when the table was already released.
+  @discardableResult
+  package func release(from sinks: [(sink: any _TraceEventSink, source: UInt32)]) -> Bool {
+    state.withLock { table in
+      guard !table.released else { return false }
+      table.released = true
+      for (sink, source) in sinks { sink._release(source) }
+      return true
+    }
   }
 
   /// The thread name of `tid`, as events record it (the slow path and record sinks).

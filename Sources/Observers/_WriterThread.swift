@@ -10,6 +10,10 @@ import RunLoopCore
 /// `capacity`, a full queue drops the new element and counts it instead of waiting: the
 /// loop never waits for the writer. Without one the queue grows as needed (the JSON sink's
 /// lossless choice).
+///
+/// A sink can also queue its own bookkeeping (``enqueueControl(_:)``): such an element is
+/// never dropped, is taken while closing, and is not counted as a record; the writer sees it
+/// in its batch after everything queued before it.
 package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
   /// How long the writer waits after a wake-up before it takes the batch.
   static var lingerMicroseconds: UInt32 { 2000 }
@@ -34,6 +38,13 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
     var started = false
     var enqueued: UInt64 = 0
     var written: UInt64 = 0
+    // Control elements in `items`, and control elements queued and handled in all.
+    var controls = 0
+    var controlsEnqueued: UInt64 = 0
+    var controlsHandled: UInt64 = 0
+    // The writer thread has taken its last batch (or close() finished a writer that never
+    // started): nothing queued from now on would be handled.
+    var exited = false
     var dropped: UInt64 = 0
     var highWater = 0
     var done = false
@@ -74,13 +85,32 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
   package func enqueue(_ element: Element) -> Bool {
     let (accepted, wakeWriter) = state.withLock { state -> (Bool, Bool) in
       if state.closing { return (false, false) }
-      if let capacity, state.items.count >= capacity {
+      if let capacity, state.items.count - state.controls >= capacity {
         state.dropped += 1
         return (false, false)
       }
       state.items.append(element)
       state.enqueued += 1
-      state.highWater = Swift.max(state.highWater, state.items.count)
+      state.highWater = Swift.max(state.highWater, state.items.count - state.controls)
+      guard state.writerWaiting else { return (true, false) }
+      state.writerWaiting = false
+      return (true, true)
+    }
+    if wakeWriter { wake.signal() }
+    return accepted
+  }
+
+  /// Queues `element`, a piece of the sink's own bookkeeping, after everything queued so far:
+  /// past the capacity and while closing too, and not counted as a record (``pending``,
+  /// ``highWater`` and ``dropped`` leave it out). Returns `false` only once the writer thread
+  /// has taken its last batch: nothing is queued then, and no element is still waiting to be
+  /// written, so the caller can do the bookkeeping itself.
+  package func enqueueControl(_ element: Element) -> Bool {
+    let (accepted, wakeWriter) = state.withLock { state -> (Bool, Bool) in
+      if state.exited { return (false, false) }
+      state.items.append(element)
+      state.controls += 1
+      state.controlsEnqueued += 1
       guard state.writerWaiting else { return (true, false) }
       state.writerWaiting = false
       return (true, true)
@@ -101,13 +131,13 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
   /// Whether the writer thread has finished (after a close, with everything written).
   package var isFinished: Bool { state.withLock { $0.done } }
 
-  /// Waits until every element queued before the call has been written, or `timeout`
-  /// passes; returns whether it got there.
+  /// Waits until every element queued before the call (control elements too) has been
+  /// written, or `timeout` passes; returns whether it got there.
   @discardableResult
   package func flush(timeout: Duration = .seconds(10)) -> Bool {
-    let target = state.withLock { $0.enqueued }
+    let target = state.withLock { $0.enqueued + $0.controlsEnqueued }
     let deadline = ContinuousClock.now + timeout
-    while state.withLock({ $0.written }) < target {
+    while state.withLock({ $0.written + $0.controlsHandled }) < target {
       if ContinuousClock.now >= deadline { return false }
       usleep(500)
     }
@@ -124,6 +154,7 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
       let waiting = state.writerWaiting
       state.closing = true
       state.writerWaiting = false
+      if !state.started { state.exited = true }
       return (state.started, waiting)
     }
     guard wasStarted else {
@@ -142,16 +173,22 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
     // batch grow one from nothing on the loop thread (reallocations, and page faults for the
     // larger ones: runloop-bench, tracing).
     var batch = Deque<Element>()
+    var controls = 0
     while true {
       let done = state.withLock { state -> Bool? in
         if state.items.isEmpty {
-          if state.closing { return true }
+          if state.closing {
+            state.exited = true
+            return true
+          }
           state.writerWaiting = true
           return nil
         }
         // O(1) under the lock the producers take: the backlog's storage changes hands,
         // and the producers get the emptied storage of the last batch.
         swap(&batch, &state.items)
+        controls = state.controls
+        state.controls = 0
         return false
       }
       guard let done else {
@@ -165,7 +202,10 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
       if done { break }
       let count = batch.count
       write(batch)
-      state.withLock { $0.written += UInt64(count) }
+      state.withLock {
+        $0.written += UInt64(count - controls)
+        $0.controlsHandled += UInt64(controls)
+      }
       // Keep the storage for the producers' next turn, unless a backlog made it large: then
       // give the memory back.
       if count <= Self.keptCapacity {

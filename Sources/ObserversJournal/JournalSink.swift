@@ -174,6 +174,14 @@ public final class JournalSink: TraceSink, _TraceEventSink, @unchecked Sendable 
     writer.enqueue(.event(event))
   }
 
+  package func _release(_ source: UInt32) {
+    // Behind the tracer's events in the queue, never dropped for a full queue; once the
+    // writer has finished, nothing of the tracer is left to send, and the table goes at once.
+    if !writer.enqueueControl(.release(source)) { emitter.sources.release(source) }
+  }
+
+  package var _registeredTables: Int { emitter.sources.count }
+
   /// Waits until every record queued so far has been handed to journald (or failed), up to
   /// `timeout`; returns whether it got there.
   ///
