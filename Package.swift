@@ -91,7 +91,9 @@ let package = Package(
       path: "Tests/Helper"
     ),
     // What several test targets share: starting the helper program as a real process.
-    .target(name: "RunLoopTestSupport", dependencies: ["RunLoopCore"], path: "Tests/Support"),
+    .target(
+      name: "RunLoopTestSupport", dependencies: ["CRunLoopLinux", "RunLoopCore"],
+      path: "Tests/Support"),
     .testTarget(
       name: "RunLoopCoreTests",
       dependencies: ["CRunLoopLinux", "RunLoopCore", "RunLoopTestHelper", "RunLoopTestSupport"],

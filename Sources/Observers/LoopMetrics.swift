@@ -235,14 +235,23 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   ) {
     let length = _TraceClock.nanoseconds(end - start)
     let from = _TraceClock.nanoseconds(of: start)
-    let exported = withAccumulator(info.loopID) { accumulator -> _ExportedMetrics? in
+    let spins = loop.spinStatistics
+    let (exported, newSpins, newCatches) = withAccumulator(info.loopID) {
+      accumulator -> (_ExportedMetrics?, UInt64, UInt64) in
       accumulator.noteEvent(at: from)
       accumulator.asleepNanoseconds += length
       // A sleep of a nested run is time the enclosing call-out did not spend working.
       if info.depth > 1 { accumulator.addNested(length, atDepth: info.depth) }
-      return accumulator.exported
+      let seen = accumulator.spins
+      accumulator.spins = spins
+      return (
+        accumulator.exported, spins.spins &- (seen?.spins ?? spins.spins),
+        spins.caught &- (seen?.caught ?? spins.caught)
+      )
     }
     exported?.asleep.recordNanoseconds(length)
+    if newSpins > 0 { exported?.spins.increment(by: Int64(clamping: newSpins)) }
+    if newCatches > 0 { exported?.spinsCaught.increment(by: Int64(clamping: newCatches)) }
   }
 
   private func withAccumulator<Result>(
@@ -281,6 +290,8 @@ struct _LoopAccumulator {
   var nested: [Int64] = []
   var timerLateness = _LoopAccumulator.makeHistogram()
   var signalToPerform = _LoopAccumulator.makeHistogram()
+  // The loop's spin statistics at its latest sleep (nil before the first one).
+  var spins: LoopSpinStatistics?
   let exported: _ExportedMetrics?
 
   init(exported: _ExportedMetrics?) {
@@ -334,7 +345,8 @@ struct _LoopAccumulator {
     return LoopMetricsSnapshot(
       loopID: loopID, iterations: iterations, runs: runs, asleepNanoseconds: asleepNanoseconds,
       busyNanoseconds: max(0, inRuns - asleepNanoseconds), callouts: callouts,
-      timerLateness: Self.latency(timerLateness), signalToPerform: Self.latency(signalToPerform))
+      timerLateness: Self.latency(timerLateness), signalToPerform: Self.latency(signalToPerform),
+      spins: spins ?? LoopSpinStatistics(spins: 0, caught: 0, spinTime: .zero))
   }
 
   static func latency(_ histogram: Histogram<UInt64>) -> LoopMetricsSnapshot.Latency {
@@ -351,6 +363,8 @@ final class _ExportedMetrics: Sendable {
   let asleep: CoreMetrics.Timer
   let timerLateness: CoreMetrics.Timer
   let signalToPerform: CoreMetrics.Timer
+  let spins: Counter
+  let spinsCaught: Counter
   private let prefix: String
   private let dimensions: [(String, String)]
   private let factory: any MetricsFactory
@@ -369,6 +383,9 @@ final class _ExportedMetrics: Sendable {
       label: "\(prefix).timer.lateness", dimensions: dimensions, factory: factory)
     signalToPerform = CoreMetrics.Timer(
       label: "\(prefix).source.latency", dimensions: dimensions, factory: factory)
+    spins = Counter(label: "\(prefix).spins", dimensions: dimensions, factory: factory)
+    spinsCaught = Counter(
+      label: "\(prefix).spins.caught", dimensions: dimensions, factory: factory)
   }
 
   func calloutTimer(kind: String) -> CoreMetrics.Timer {

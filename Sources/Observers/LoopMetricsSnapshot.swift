@@ -1,3 +1,5 @@
+import RunLoopCore
+
 /// What ``LoopMetrics`` has measured on one loop, at one moment.
 ///
 /// ```swift
@@ -128,6 +130,13 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
   /// let signalToPerform = snapshot.signalToPerform
   /// ```
   public var signalToPerform: Latency
+  /// What the loop's polling before sleep did, as of its latest sleep (see
+  /// ``RunLoopCore/EventRunLoop/spinLimit``): polls, polls that caught work, time polling.
+  ///
+  /// ```swift
+  /// print("\(snapshot.spins.caught) of \(snapshot.spins.spins) polls caught work")
+  /// ```
+  public var spins: LoopSpinStatistics
 
   /// Creates a snapshot (``LoopMetrics`` does this).
   ///
@@ -140,8 +149,10 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
   public init(
     loopID: UInt64, iterations: UInt64, runs: UInt64, asleepNanoseconds: Int64,
     busyNanoseconds: Int64, callouts: [String: CalloutTotals], timerLateness: Latency,
-    signalToPerform: Latency
+    signalToPerform: Latency,
+    spins: LoopSpinStatistics = LoopSpinStatistics(spins: 0, caught: 0, spinTime: .zero)
   ) {
+    self.spins = spins
     self.loopID = loopID
     self.iterations = iterations
     self.runs = runs

@@ -68,6 +68,44 @@ struct LoopMetricsTests {
     #expect(timerCallouts.values.count == ticks)
   }
 
+  @Test(.enabled(if: ProcessInfo.processInfo.activeProcessorCount >= 2, "needs two CPUs"))
+  func snapshotAndCountersFollowTheLoopsPollingBeforeSleep() throws {
+    let exported = TestMetrics()
+    let metrics = LoopMetrics(exportingTo: exported, labelPrefix: "test.runloop")
+    let pair = try PingPongPair()
+    defer { pair.stop() }
+    for loop in pair.loops { metrics.attach(to: loop) }
+    // Polling needs a free polling place; another test's loops may hold them for a while.
+    for _ in 0..<20 where pair.loops.allSatisfy({ $0.spinStatistics.caught == 0 }) {
+      pair.bounce(2000)
+    }
+    // A sleep is reported when it ends: wake both loops now and then (each sleep in between
+    // is long, so it does not poll) until the snapshots have caught up with the loops.
+    let caughtUp = eventually {
+      for loop in pair.loops { loop.perform {} }
+      usleep(5_000)
+      return pair.loops.allSatisfy { metrics.snapshot(of: $0)?.spins == $0.spinStatistics }
+    }
+    #expect(caughtUp)
+    var caught: UInt64 = 0
+    for loop in pair.loops {
+      let spins = try #require(metrics.snapshot(of: loop)).spins
+      caught += spins.caught
+      let dimensions = [("loop", String(loop.id))]
+      // The loops were attached before their first sleep, which cannot poll (the window
+      // opens only after a short sleep): the counters hold every poll.
+      if spins.spins > 0 {
+        let polls = try exported.expectCounter("test.runloop.spins", dimensions)
+        #expect(UInt64(polls.totalValue) == spins.spins)
+      }
+      if spins.caught > 0 {
+        let catches = try exported.expectCounter("test.runloop.spins.caught", dimensions)
+        #expect(UInt64(catches.totalValue) == spins.caught)
+      }
+    }
+    #expect(caught > 0)
+  }
+
   @Test func loopNeverSeenHasNoSnapshot() throws {
     let metrics = LoopMetrics()
     let loop = try onNewThread { loop in loop }
