@@ -91,8 +91,10 @@ final class SpinCounters: Sendable {
 }
 
 /// How many loops of the process are polling right now. A loop polls only while fewer than
-/// its thread's CPUs minus one are: a polling loop keeps its CPU busy, and the thread that
-/// is about to wake it needs a CPU of its own, or the poll only delays it.
+/// its thread's CPUs are: each polling loop keeps a CPU busy. (Not CPUs minus one: two loops
+/// that hand work back and forth on two CPUs take turns, each polling while the other works.
+/// When the thread that would wake a poll has no CPU to run on, the polls stop catching work
+/// and the catch-rate review in `SpinWindow` pauses them.)
 let spinningLoops = Atomic<Int>(0)
 
 /// The spin limit new loops start with, in nanoseconds.
