@@ -58,6 +58,8 @@ int crl_allowed_cpu_count(void) {
   return count > 0 ? count : 1;
 }
 
+int crl_current_cpu(void) { return sched_getcpu(); }
+
 int crl_run_on_cpu(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -15,17 +15,19 @@ extension EventRunLoop {
   ///   never polls;
   /// - its polls pay: when fewer than half of the last 32 caught work, polling pauses (for
   ///   64 sleeps, doubling while polls keep missing);
-  /// - its thread may run on more than one CPU;
-  /// - fewer loops of the process are polling than the thread has CPUs minus one, so a CPU
-  ///   stays free for the thread that will wake it.
+  /// - its thread may run on more than one CPU (read again every 1,024 sleeps);
+  /// - fewer loops of the process are polling than the thread has CPUs (two loops handing
+  ///   work back and forth on two CPUs may both poll; a third waits its turn by blocking).
   ///
   /// Polling is non-blocking `epoll_wait` calls, so it sees everything a sleep would (a
   /// wake-up, a descriptor, a timer), and ends early for any of them. Its cost is CPU time:
   /// up to the limit per sleep while the loop is being woken at short intervals.
   ///
   /// ```swift
-  /// let worker = try RunLoopThread(name: "worker")
-  /// worker.runLoop.spinLimit = .zero  // never poll: sleep at once, every time
+  /// let worker = RunLoopThread(name: "worker") { thread in
+  ///   thread.runLoop.spinLimit = .zero  // never poll: sleep at once, every time
+  ///   try thread.runLoop.run()
+  /// }
   /// ```
   public var spinLimit: Duration {
     get { .nanoseconds(spinLimitStorage.load(ordering: .relaxed)) }

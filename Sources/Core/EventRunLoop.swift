@@ -71,6 +71,7 @@ public final class EventRunLoop: @unchecked Sendable {
     self.published = published
     self.state = GuardedState(LoopState(published: published))
     self.poller = try Poller()
+    _ = spinSlotsResetInForkedChild
   }
 
   /// The calling thread's run loop, created on first use.

@@ -1,4 +1,5 @@
 import CRunLoopLinux
+import Glibc
 import Synchronization
 
 /// The loop thread's adaptive polling window: how long the next sleep polls before it
@@ -91,12 +92,20 @@ final class SpinCounters: Sendable {
 }
 
 /// How many loops of the process are polling right now. A loop polls only while fewer than
-/// its thread's CPUs minus one are: a polling loop keeps its CPU busy, and the thread that
-/// is about to wake it needs a CPU of its own, or the poll only delays it.
+/// its thread's CPUs are: each polling loop keeps a CPU busy. (Not CPUs minus one: two loops
+/// that hand work back and forth on two CPUs take turns, each polling while the other works.
+/// When the thread that would wake a poll has no CPU to run on, the polls stop catching work
+/// and the catch-rate review in `SpinWindow` pauses them.)
 let spinningLoops = Atomic<Int>(0)
 
 /// The spin limit new loops start with, in nanoseconds.
 let defaultSpinLimitNanoseconds = Atomic<Int64>(50_000)
+
+/// Installs, once per process, the fork handler that empties ``spinningLoops`` in a child:
+/// only the forking thread lives on there, and it was not polling.
+let spinSlotsResetInForkedChild: Void = {
+  pthread_atfork(nil, nil) { spinningLoops.store(0, ordering: .relaxed) }
+}()
 
 /// Takes one of the `slots` polling places; false when they are all taken.
 func takeSpinSlot(of slots: Int) -> Bool {

@@ -65,33 +65,34 @@ struct SpinBeforeSleepTests {
     }
   }
 
+  // The loop makes its own descriptor ready at "before waiting", just before each sleep:
+  // the first sleep then blocks for no time and opens the window, and every poll after it
+  // starts with the descriptor ready and nothing else to wake it (no wakeUp() until the
+  // last pass). A poll that did not look at descriptors would miss every time.
+  //
+  // No second thread: a byte bounced between two loop threads through pipes caught nothing
+  // whenever another process kept one of the two CPUs busy. The kernel then runs both
+  // threads on the other CPU (a pipe's wake-up pulls the woken thread to the writer's CPU),
+  // where each poll keeps the very thread it waits for off the CPU; polling then rightly
+  // pauses, and the test failed (every run with `taskset -c 1` busy loop beside it).
   @Test(.enabled(if: hasTwoCPUs, "needs two CPUs"))
   func pollingSeesReadyDescriptorsNotOnlyWakeUps() throws {
-    // Two loops bounce a byte through two pipes: what wakes each loop is a descriptor, and
-    // nothing ever calls wakeUp().
-    let toB = Pipe()
-    let toA = Pipe()
-    let pair = try PingPongPair(
-      setUpA: { loop, bounced in
-        try loop.add(
-          DescriptorWatch(fileDescriptor: toA.readEnd) { _ in
-            guard toA.readByte() else { return }
-            if bounced() { toB.writeByte() }
-          }, mode: .default)
-      },
-      setUpB: { loop, _ in
-        try loop.add(
-          DescriptorWatch(fileDescriptor: toB.readEnd) { _ in
-            if toB.readByte() { toA.writeByte() }
-          }, mode: .default)
-      })
-    defer { pair.stop() }
-    var caught: UInt64 = 0
-    for _ in 0..<20 where caught == 0 {
-      pair.bounce(2000) { toB.writeByte() }
-      caught = pair.loops.map(\.spinStatistics.caught).reduce(0, +)
+    let spins = try onNewThread { loop -> LoopSpinStatistics in
+      let pipe = Pipe()
+      try loop.add(
+        DescriptorWatch(fileDescriptor: pipe.readEnd) { _ in _ = pipe.readByte() }, mode: .default)
+      // Some other suite's loops may hold the polling places for a while: a few runs.
+      for _ in 0..<20 where loop.spinStatistics.spins == 0 {
+        let feeder = BeforeWaitingFeeder(pipe, passes: 200)
+        loop.addInstrument(feeder)
+        defer { loop.removeInstrument(feeder) }
+        #expect(try loop.run(mode: .default, timeout: .seconds(10)) == .stopped)
+      }
+      return loop.spinStatistics
     }
-    #expect(caught > 0)
+    #expect(spins.spins > 0)
+    // Each poll began with the descriptor ready, so each caught it.
+    #expect(spins.caught == spins.spins)
   }
 
   @Test func aSpinLimitOfZeroTurnsPollingOff() throws {
@@ -132,5 +133,26 @@ struct SpinBeforeSleepTests {
     for (spinsBefore, spinsAfter) in zip(before, after) {
       #expect(spinsAfter - spinsBefore <= 1)
     }
+  }
+}
+/// Writes a byte to `pipe` each time its loop is about to sleep, `passes` times; then stops
+/// the loop instead.
+private final class BeforeWaitingFeeder: RunLoopInstrument {
+  let interests: InstrumentInterests = .activities
+  private let pipe: Pipe
+  private let left: GuardedState<Int>
+
+  init(_ pipe: Pipe, passes: Int) {
+    self.pipe = pipe
+    self.left = GuardedState(passes)
+  }
+
+  func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
+    guard activity == .beforeWaiting else { return }
+    let feed = left.withLock { left -> Bool in
+      left -= 1
+      return left >= 0
+    }
+    if feed { pipe.writeByte() } else { loop.stop() }
   }
 }

@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 
 @testable import RunLoopCore
@@ -67,4 +68,24 @@ struct SpinWindowRuleTests {
     for _ in 0..<SpinWindow.reviewInterval { window.pollEnded(caught: true) }
     #expect(window.nextPause == SpinWindow.firstPause)
   }
+}
+
+/// The process-wide count of polling loops, across a fork.
+@Suite("Polling places")
+struct SpinSlotTests {
+  // The child of a fork has only the forking thread, which was not polling: a count
+  // inherited from the parent would hold a polling place for good.
+  @Test func aForkedChildStartsWithNoLoopPolling() throws {
+    _ = EventRunLoop.current  // installs the fork handler with the first loop
+    let slots = 1_000_000
+    #expect(takeSpinSlot(of: slots))
+    defer { releaseSpinSlot() }
+    let child = fork()
+    if child == 0 { _exit(spinningLoops.load(ordering: .relaxed) == 0 ? 0 : 1) }
+    try #require(child > 0)
+    var status: Int32 = 0
+    #expect(waitpid(child, &status, 0) == child)
+    #expect(status == 0)
+  }
+
 }

@@ -1,10 +1,10 @@
 import CRunLoopLinux
 import Dispatch
+import Glibc
 import RunLoopCore
 
-/// Two loop threads bouncing work: by default a perform request, each side performing the
-/// next hop on the other's loop. Both loops run in the default mode, kept alive by an idle
-/// source. `onOneCPU` restricts both threads to CPU 0 before their loops run.
+/// Two loop threads bouncing a perform request, each side performing the next hop on the
+/// other's loop. Both loops run in the default mode, kept alive by an idle source.
 public final class PingPongPair: Sendable {
   /// The two threads, ping then pong.
   public let threads: [RunLoopThread]
@@ -28,20 +28,19 @@ public final class PingPongPair: Sendable {
     }
   }
 
-  /// `setUpA` and `setUpB` add what bounces instead of perform requests; each gets a
-  /// function to call on every arrival at A, which returns whether to go on.
-  public init(
-    onOneCPU: Bool = false,
-    setUpA: (@Sendable (EventRunLoop, @escaping @Sendable () -> Bool) throws -> Void)? = nil,
-    setUpB: (@Sendable (EventRunLoop, @escaping @Sendable () -> Bool) throws -> Void)? = nil
-  ) throws {
+  /// Starts both threads and waits until their loops run. With `onOneCPU`, each thread first
+  /// restricts itself to the CPU the caller is running on; a thread that cannot makes this
+  /// throw.
+  public init(onOneCPU: Bool = false) throws {
     let ready = DispatchSemaphore(value: 0)
-    let ball = ball
-    threads = [("ping", setUpA), ("pong", setUpB)].map { name, setUp in
+    let cpu = crl_current_cpu()
+    let affinityError = GuardedState<Int32?>(nil)
+    threads = ["ping", "pong"].map { name in
       RunLoopThread(name: name) { thread in
-        if onOneCPU { precondition(crl_run_on_cpu(0) == 0) }
+        if onOneCPU, cpu < 0 || crl_run_on_cpu(cpu) != 0 {
+          affinityError.withLock { $0 = errno }
+        }
         try thread.runLoop.add(CustomInputSource {}, mode: .default)
-        try setUp?(thread.runLoop, ball.arrivedAtA)
         ready.signal()
         while !thread.isCancelled {
           _ = try thread.runLoop.run(mode: .default, timeout: .seconds(1))
@@ -50,13 +49,16 @@ public final class PingPongPair: Sendable {
     }
     for thread in threads { try thread.start() }
     for _ in threads { ready.wait() }
+    if let code = affinityError.withLock({ $0 }) {
+      stop()
+      throw RunLoopError.systemCall("sched_setaffinity", errno: code)
+    }
   }
 
-  /// Sends the ball `count` times round (with perform requests unless `serve` starts a
-  /// ball of another kind) and waits until it is back.
-  public func bounce(_ count: Int, serve: (() -> Void)? = nil) {
+  /// Sends the ball `count` times round and waits until it is back.
+  public func bounce(_ count: Int) {
     ball.remaining.withLock { $0 = count }
-    if let serve { serve() } else { loops[1].perform { self.atB() } }
+    loops[1].perform { self.atB() }
     ball.finished.wait()
   }
 

@@ -61,6 +61,9 @@ int crl_accept_nonblocking(int fd);
 /// GNU extensions and macros); 1 when the mask cannot be read.
 int crl_allowed_cpu_count(void);
 
+/// The CPU the calling thread is running on (sched_getcpu), or -1 with errno set.
+int crl_current_cpu(void);
+
 /// Restricts the calling thread, and the threads it creates from now on, to CPU `cpu`; with
 /// -1, allows every configured CPU again. Returns 0, or -1 with errno set.
 int crl_run_on_cpu(int cpu);
