@@ -12,12 +12,12 @@ enum SummaryTable {
   static func render(_ rows: [Row]) -> String {
     let header = [
       "loop", "thread", "iterations", "asleep", "call-outs", "timer lateness p50/p99/max",
-      "journald drops",
+      "polls caught/made", "journald drops",
     ]
     var table: [[String]] = [header]
     for row in rows {
       guard let snapshot = row.snapshot else {
-        table.append(["\(row.loop)", row.thread, "-", "-", "-", "-", row.journalDrops])
+        table.append(["\(row.loop)", row.thread, "-", "-", "-", "-", "-", row.journalDrops])
         continue
       }
       let callouts = snapshot.callouts.values.reduce(UInt64(0)) { $0 + $1.count }
@@ -29,7 +29,7 @@ enum SummaryTable {
       let asleep = (snapshot.asleepFraction * 1000).rounded() / 10
       table.append([
         "\(row.loop)", row.thread, "\(snapshot.iterations)", "\(asleep)%", "\(callouts)",
-        latenessText, row.journalDrops,
+        latenessText, "\(snapshot.spins.caught)/\(snapshot.spins.spins)", row.journalDrops,
       ])
     }
     var widths = [Int](repeating: 0, count: header.count)
