@@ -1,5 +1,3 @@
-import DequeModule
-
 /// The passes of one run, following the guide's "The Run Loop Sequence of Events". Steps 1
 /// and 10 (entry and exit) are in `runSpecific`; each loop of `runPasses` is steps 2 to 9.
 extension EventRunLoop {
@@ -141,50 +139,57 @@ extension EventRunLoop {
     refreshPassCache(for: mode)
     // Whether `mode` is common is decided once for the batch, not hashed per request.
     let isCommon = local.passCache.isCommon
-    // The queue and the batch trade storage: the batch taken last time, emptied, becomes
-    // the queue, so a steady stream of requests allocates no queue storage. (A call-out
-    // that runs the loop nested takes the spare first; whichever is left is kept.)
-    var batch = Deque<PerformRequest>()
-    swap(&batch, &local.spareBatch)
-    // Finished requests of the last batch go back to the pool under this same lock.
-    var finished: [PerformRequest] = []
-    swap(&finished, &local.finishedRequests)
+    // Finished requests of earlier batches go back to the pool under this same lock, those
+    // that nobody else holds now. They are checked here rather than when they finished: the
+    // caller of `perform` may not have let go of its request yet when the loop runs it
+    // (on one CPU, the loop runs it as soon as the caller's wake-up switches to it).
+    var returning = RequestList()
+    while var request = local.finishedRequests.popFirst() {
+      if isKnownUniquelyReferenced(&request) { returning.append(consume request) }
+    }
+    var batch = RequestList()
+    var dropped = RequestList()
     state.withLock { state in
       let room = Self.recycledRequestLimit - state.recycledRequests.count
-      if room > 0, !finished.isEmpty {
-        state.recycledRequests.append(contentsOf: finished.prefix(room))
+      if returning.count <= room {
+        state.recycledRequests.append(contentsOf: &returning)
+      } else {
+        while state.recycledRequests.count < Self.recycledRequestLimit,
+          let request = returning.popFirst()
+        {
+          state.recycledRequests.append(request)
+        }
       }
-      guard !state.performQueue.isEmpty else { return }
       if state.performQueue.allSatisfy({ $0.matches(mode, modeIsCommon: isCommon) }) {
         swap(&batch, &state.performQueue)
         return
       }
-      var kept = Deque<PerformRequest>()
-      for request in state.performQueue {
+      var kept = RequestList()
+      while let request = state.performQueue.popFirst() {
         if request.matches(mode, modeIsCommon: isCommon) {
           batch.append(request)
         } else if request.state == .pending {
           kept.append(request)
+        } else {
+          // A cancelled request of another mode is dropped here: kept until a run of its
+          // modes, it would stay for good on a loop that never runs them, and the queue
+          // would grow with every such request cancelled.
+          dropped.append(request)
         }
-        // A cancelled request of another mode is dropped here: kept until a run of its
-        // modes, it would stay for good on a loop that never runs them, and the queue would
-        // grow with every such request cancelled.
       }
       state.performQueue = kept
     }
-    for request in batch { request.runIfPending(on: self) }
-    finished.removeAll(keepingCapacity: true)
-    while var request = batch.popFirst() {
-      // Unique: the caller let go of it, and nothing else can reach it any more.
+    returning.removeAll()
+    dropped.removeAll()
+    while let request = batch.popFirst() {
+      request.runIfPending(on: self)
       // At most what the pool takes: a large batch does not stay alive until the next one.
-      if finished.count < Self.recycledRequestLimit, request.isRecyclable,
-        request.state == .finished, isKnownUniquelyReferenced(&request)
+      if request.isRecyclable, request.state == .finished,
+        local.finishedRequests.count < Self.recycledRequestLimit
       {
-        finished.append(request)
+        local.finishedRequests.append(request)
       }
     }
-    swap(&batch, &local.spareBatch)
-    swap(&finished, &local.finishedRequests)
   }
 
   /// Step 5: checks without blocking whether a version-1 source is ready. Returns the

@@ -40,7 +40,7 @@ extension EventRunLoop {
   /// is empty (or the thread has exited: the caller's usual path then abandons a new one).
   private func enqueueReused(_ body: @escaping @Sendable () -> Void) -> PerformRequest? {
     let request = state.withLock { state -> PerformRequest? in
-      guard !state.threadExited, let request = state.recycledRequests.popLast() else {
+      guard !state.threadExited, let request = state.recycledRequests.popFirst() else {
         return nil
       }
       request.reuse(for: body)

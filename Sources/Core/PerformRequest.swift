@@ -73,8 +73,11 @@ public final class PerformRequest: Sendable {
   private let stateBits = Atomic<UInt8>(State.pending.rawValue)
   private let done: DispatchSemaphore?
   /// Whether a finished request may serve again for a `perform` with the default modes and
-  /// name: it has them, and nobody waits on it (see `EventRunLoop.recycle`).
+  /// name: it has them, and nobody waits on it (see `EventRunLoop.runPerformRequests`).
   let isRecyclable: Bool
+  // The next request in the `RequestList` this one is in (the loop's queue or pool, or a
+  // batch); touched only by the list's owner: under the loop's lock, or on its thread.
+  @exclusivity(unchecked) nonisolated(unsafe) var next: PerformRequest?
 
   init(
     name: String, modes: [LoopMode], waitable: Bool,
@@ -86,6 +89,13 @@ public final class PerformRequest: Sendable {
     self.body = body
     self.done = waitable ? DispatchSemaphore(value: 0) : nil
     self.isRecyclable = !waitable && commonModesOnly && name == EventRunLoop.defaultPerformName
+  }
+
+  deinit {
+    // A request dropped while still linked (a list let go of as a whole) unlinks the rest
+    // of the chain one request at a time: releasing it recursively could overflow the stack.
+    var link = next.take()
+    while let request = link.take() { link = request.next.take() }
   }
 
   private static func isCommonModesOnly(_ modes: [LoopMode]) -> Bool {
