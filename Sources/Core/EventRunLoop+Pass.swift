@@ -74,11 +74,19 @@ extension EventRunLoop {
 
   /// Brings the loop thread's snapshot of what a pass in `mode` reads up to date. Takes the
   /// lock only when the mode differs from the snapshot's or something changed since it was
-  /// taken; otherwise this is one atomic load. Call it before each use of `local.passCache`:
-  /// a call-out may have run a nested run in another mode in between.
+  /// taken; otherwise this is one atomic load and a comparison of mode names, inlined (a pass
+  /// calls it half a dozen times, and the call cost more than the check). Call it before each
+  /// use of `local.passCache`: a call-out may have run a nested run in another mode in
+  /// between.
+  @inline(__always)
   func refreshPassCache(for mode: LoopMode) {
     let structure = published.structure.load(ordering: .sequentiallyConsistent)
     if structure == local.passCache.structure, local.passCache.mode == mode { return }
+    rebuildPassCache(for: mode)
+  }
+
+  @inline(never)
+  private func rebuildPassCache(for mode: LoopMode) {
     local.passCache = state.withLock { state -> PassCache in
       let common = state.commonModes
       let sources = state.sources.resolved(for: mode, commonModes: common)
