@@ -134,10 +134,21 @@ extension EventRunLoop {
     var handled = false
     for source in sources where source.isValid && source.consumeSignal() {
       handled = true
-      withCallout(.source, name: source.name, dueAt: source.signalledAt, source.performHandler)
+      if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
+        tracedCallOut(source)
+      } else {
+        source.performHandler()
+      }
       if onlyFirst { break }
     }
     return handled
+  }
+
+  // Not inlined, like `callOut`'s traced path: `withCallout` with a due time makes its caller
+  // fetch type metadata on every pass.
+  @inline(never)
+  private func tracedCallOut(_ source: CustomInputSource) {
+    withCallout(.source, name: source.name, dueAt: source.signalledAt, source.performHandler)
   }
 
   /// Runs every perform request for `mode` queued before this call, in FIFO order.
@@ -265,6 +276,13 @@ extension EventRunLoop {
       acknowledgeWake(in: buffer, count: count)
       return count
     }
+    return timedSleep(into: buffer)
+  }
+
+  // Not inlined: its clock readings make the caller fetch `ContinuousClock.Instant`'s type
+  // metadata on every pass, timed or not.
+  @inline(never)
+  private func timedSleep(into buffer: UnsafeMutableRawPointer) -> Int {
     let start = ContinuousClock.now
     let count = blockingWait(into: buffer)
     acknowledgeWake(in: buffer, count: count)
@@ -320,7 +338,7 @@ extension EventRunLoop {
     // Invalidated by an earlier call-out of this pass (or by another thread just now).
     guard watch.isValid else { return }
     let events = DescriptorEvents(epollMask: mask)
-    withCallout(watch.calloutKind, name: watch.name, dueAt: nil) { watch.handler(events) }
+    callOut(watch.calloutKind, name: watch.name) { watch.handler(events) }
   }
 
   /// The watch for `token` if it runs in `mode`; a watch of another mode is held: taken out of

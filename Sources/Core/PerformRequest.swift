@@ -155,12 +155,23 @@ public final class PerformRequest: Sendable {
 
   /// Runs the body if still pending; the loop calls this on its thread.
   func runIfPending(on loop: EventRunLoop) {
-    // `take()` moves the closure out: no retain for the copy, no release for the cleared
-    // property.
-    guard transition(from: .pending, to: .running), let body = body.take() else { return }
-    loop.withCallout(.block, name: name, dueAt: nil, body)
+    guard transition(from: .pending, to: .running) else { return }
+    if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
+      runTraced(on: loop)
+    } else if let body = body.take() {
+      // `take()` moves the closure out: no retain for a copy, no release for the cleared
+      // property. (Handed on to `withCallout` here, or bound in a `guard` with the
+      // transition, it was copied and released, or even boxed.)
+      body()
+    }
     stateBits.store(State.finished.rawValue, ordering: .releasing)
     done?.signal()
+  }
+
+  @inline(never)
+  private func runTraced(on loop: EventRunLoop) {
+    guard let body = body.take() else { return }
+    loop.withCallout(.block, name: name, dueAt: nil, body)
   }
 
   /// Marks a request that will never run because its loop is gone.
