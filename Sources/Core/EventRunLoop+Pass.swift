@@ -130,6 +130,14 @@ extension EventRunLoop {
   /// only the first. Returns whether any ran.
   private func fireCustomSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
     refreshPassCache(for: mode)
+    // Most passes find no source signalled: the flags alone tell, read in place, without
+    // copying the list out (a retain and a release of the list and of each source).
+    // (Indexed one at a time: `contains(where:)` retained the list for the scan.)
+    var index = 0
+    while index < local.passCache.sources.count, !local.passCache.sources[index].hasPendingSignal {
+      index += 1
+    }
+    guard index < local.passCache.sources.count else { return false }
     let sources = local.passCache.sources
     var handled = false
     for source in sources where source.isValid && source.consumeSignal() {
@@ -265,11 +273,7 @@ extension EventRunLoop {
     }
     var wake = plan.deadlineNanoseconds
     refreshPassCache(for: mode)
-    for provider in local.passCache.providers {
-      guard let due = provider.nextDeadline(in: mode, of: self) else { continue }
-      let dueNanoseconds = ClockReference.nanoseconds(of: due)
-      if wake.map({ dueNanoseconds < $0 }) ?? true { wake = dueNanoseconds }
-    }
+    if !local.passCache.providers.isEmpty { wake = earliestDeadline(in: mode, before: wake) }
     poller.arm(nanoseconds: wake)
     guard refreshInstruments().contains(.sleeps) else {
       let count = blockingWait(into: buffer)
@@ -277,6 +281,20 @@ extension EventRunLoop {
       return count
     }
     return timedSleep(into: buffer)
+  }
+
+  /// The earliest of `deadline` and the providers' next deadlines in `mode`. Not inlined:
+  /// the providers' `ContinuousClock.Instant?` made `sleep` fetch that type's metadata on
+  /// every pass, providers or not.
+  @inline(never)
+  private func earliestDeadline(in mode: LoopMode, before deadline: Int64?) -> Int64? {
+    var wake = deadline
+    for provider in local.passCache.providers {
+      guard let due = provider.nextDeadline(in: mode, of: self) else { continue }
+      let dueNanoseconds = ClockReference.nanoseconds(of: due)
+      if wake.map({ dueNanoseconds < $0 }) ?? true { wake = dueNanoseconds }
+    }
+    return wake
   }
 
   // Not inlined: its clock readings make the caller fetch `ContinuousClock.Instant`'s type
@@ -360,8 +378,14 @@ extension EventRunLoop {
   /// with tolerance may fire early in its window when the loop is awake anyway).
   private func fireDueTimers(mode: LoopMode) {
     refreshPassCache(for: mode)
-    let providers = local.passCache.providers
-    guard !providers.isEmpty else { return }
+    guard !local.passCache.providers.isEmpty else { return }
+    fireDueTimers(of: local.passCache.providers, in: mode)
+  }
+
+  // Not inlined: reading the clock as a `ContinuousClock.Instant` made the caller fetch that
+  // type's metadata on every pass, providers or not.
+  @inline(never)
+  private func fireDueTimers(of providers: [any LoopDeadlineProvider], in mode: LoopMode) {
     let now = ContinuousClock.now
     for provider in providers {
       provider.fireDue(in: mode, of: self, now: now)
