@@ -160,9 +160,18 @@ extension EventRunLoop {
   }
 
   /// Runs every perform request for `mode` queued before this call, in FIFO order.
+  ///
+  /// The check for an empty queue is inlined: a pass asks two or three times, and usually
+  /// only one finds something.
+  @inline(__always)
   func runPerformRequests(mode: LoopMode) {
     // The lock is taken only when something is queued.
     guard published.performCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
+    runQueuedRequests(mode: mode)
+  }
+
+  @inline(never)
+  private func runQueuedRequests(mode: LoopMode) {
     refreshPassCache(for: mode)
     // Whether `mode` is common is decided once for the batch, not hashed per request.
     let isCommon = local.passCache.isCommon

@@ -39,16 +39,20 @@ extension EventRunLoop {
   /// under one lock: a steady stream of performs allocates no request. `nil` when the pool
   /// is empty (or the thread has exited: the caller's usual path then abandons a new one).
   private func enqueueReused(_ body: @escaping @Sendable () -> Void) -> PerformRequest? {
-    let request = state.withLock { state -> PerformRequest? in
+    let queued = state.withLock { state -> Unmanaged<PerformRequest>? in
       guard !state.threadExited, let request = state.recycledRequests.popFirst() else {
         return nil
       }
       request.reuse(for: body)
-      state.performQueue.append(request)
-      return request
+      // One retain, for the caller, and the pool's reference moves to the queue: returning
+      // the request from the closure as well as queueing it cost two retains and a release.
+      let queued = Unmanaged.passRetained(request)
+      state.performQueue.append(consume request)
+      return queued
     }
-    if request != nil { wakeUpAfterPublishing() }
-    return request
+    guard let queued else { return nil }
+    wakeUpAfterPublishing()
+    return queued.takeRetainedValue()
   }
 
   /// Runs `body` on this loop's thread and waits until it has run. Called on the loop's own
