@@ -35,6 +35,23 @@ extension EventRunLoop {
     return request
   }
 
+  /// ``perform(inModes:name:_:)`` with its defaults: `body` runs in the loop's common modes,
+  /// named "perform" in traces. The same request, without the default arguments: a call
+  /// with defaults makes the caller fetch and retain the shared default modes array (and
+  /// release it after), on every call.
+  ///
+  /// ```swift
+  /// worker.perform { print("hello from the worker") }
+  /// ```
+  @discardableResult
+  public func perform(_ body: @escaping @Sendable () -> Void) -> PerformRequest {
+    if let reused = enqueueReused(body) { return reused }
+    let request = PerformRequest(
+      name: Self.defaultPerformName, modes: Self.commonModesOnly, waitable: false, body: body)
+    enqueue(request)
+    return request
+  }
+
   /// Queues `body` in a finished request from this loop's pool, taken, refilled and queued
   /// under one lock: a steady stream of performs allocates no request. `nil` when the pool
   /// is empty (or the thread has exited: the caller's usual path then abandons a new one).

@@ -220,6 +220,24 @@ struct PerformRequestTests {
     #expect(state == .finished)
   }
 
+  @Test func performWithABodyAloneIsPerformWithTheDefaultModesAndName() throws {
+    let (short, full, order) = try onNewThread {
+      loop -> (PerformRequest, PerformRequest, [String]) in
+      let recorder = GuardedState<[String]>([])
+      let short = loop.perform { recorder.withLock { $0.append("short") } }
+      let full = loop.perform(inModes: [.common], name: "perform") {
+        recorder.withLock { $0.append("full") }
+      }
+      try loop.run(mode: .default, timeout: .zero)
+      return (short, full, recorder.withLock { $0 })
+    }
+    #expect(short.name == full.name)
+    #expect(short.modes == full.modes)
+    #expect(short.modes == [.common])
+    #expect(order == ["short", "full"])
+    #expect(short.state == .finished && full.state == .finished)
+  }
+
   @Test func aRequestItsCallerLetGoOfOnlyAfterItRanServesALaterPerform() throws {
     let (reused, order) = try onNewThread { loop -> (Bool, [Int]) in
       let recorder = GuardedState<[Int]>([])
