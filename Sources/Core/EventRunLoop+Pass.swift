@@ -101,9 +101,16 @@ extension EventRunLoop {
   }
 
   /// Puts held descriptors of `mode` back into the `epoll` set, and tells whether `mode` has
-  /// any descriptors.
+  /// any descriptors. The usual case, nothing held, is inlined.
+  @inline(__always)
   private func prepareHeldDescriptors(mode: LoopMode) -> Bool {
     guard local.passCache.hasHeld else { return local.passCache.hasWatches }
+    restoreHeldDescriptors(mode: mode)
+    return local.passCache.hasWatches
+  }
+
+  @inline(never)
+  private func restoreHeldDescriptors(mode: LoopMode) {
     let isCommon = local.passCache.isCommon
     state.withLock { state in
       for token in state.heldTokens {
@@ -114,7 +121,6 @@ extension EventRunLoop {
         try? poller.add(watch.fileDescriptor, mask: watch.interest.epollMask, token: token)
       }
     }
-    return local.passCache.hasWatches
   }
 
   /// Whether `watch` is scheduled in `mode`, directly or through the common modes. Reads the
@@ -385,6 +391,7 @@ extension EventRunLoop {
 
   /// Asks each provider to fire what is due in `mode`. Providers decide what is due (a timer
   /// with tolerance may fire early in its window when the loop is awake anyway).
+  @inline(__always)
   private func fireDueTimers(mode: LoopMode) {
     refreshPassCache(for: mode)
     guard !local.passCache.providers.isEmpty else { return }
