@@ -31,6 +31,26 @@ extension EventRunLoop {
     return try body()
   }
 
+  /// `withCallout` without a due time, for the loop's own call-outs: when no instrument
+  /// anywhere wants call-outs (the usual case) it calls `body` without building the
+  /// arguments of `withCallout`, whose `ContinuousClock.Instant?` goes through the
+  /// Concurrency module's value witnesses (that type's layout is hidden from this module).
+  @inline(__always)
+  func callOut(_ kind: CalloutKind, name: String, _ body: () -> Void) {
+    if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
+      tracedCallOut(kind, name: name, body)
+    } else {
+      body()
+    }
+  }
+
+  // Not inlined: inlined, `withCallout` makes its caller fetch the type metadata of
+  // `CalloutRecord` and `ContinuousClock.Instant?` on every call, traced or not.
+  @inline(never)
+  private func tracedCallOut(_ kind: CalloutKind, name: String, _ body: () -> Void) {
+    withCallout(kind, name: name, dueAt: nil, body)
+  }
+
   /// Tells the instruments that want activities that the loop reached `activity`. Inlined:
   /// a pass notifies four times, and without instruments each is two atomic loads.
   @inline(__always)

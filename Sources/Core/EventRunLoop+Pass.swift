@@ -1,5 +1,3 @@
-import DequeModule
-
 /// The passes of one run, following the guide's "The Run Loop Sequence of Events". Steps 1
 /// and 10 (entry and exit) are in `runSpecific`; each loop of `runPasses` is steps 2 to 9.
 extension EventRunLoop {
@@ -76,11 +74,19 @@ extension EventRunLoop {
 
   /// Brings the loop thread's snapshot of what a pass in `mode` reads up to date. Takes the
   /// lock only when the mode differs from the snapshot's or something changed since it was
-  /// taken; otherwise this is one atomic load. Call it before each use of `local.passCache`:
-  /// a call-out may have run a nested run in another mode in between.
+  /// taken; otherwise this is one atomic load and a comparison of mode names, inlined (a pass
+  /// calls it half a dozen times, and the call cost more than the check). Call it before each
+  /// use of `local.passCache`: a call-out may have run a nested run in another mode in
+  /// between.
+  @inline(__always)
   func refreshPassCache(for mode: LoopMode) {
     let structure = published.structure.load(ordering: .sequentiallyConsistent)
     if structure == local.passCache.structure, local.passCache.mode == mode { return }
+    rebuildPassCache(for: mode)
+  }
+
+  @inline(never)
+  private func rebuildPassCache(for mode: LoopMode) {
     local.passCache = state.withLock { state -> PassCache in
       let common = state.commonModes
       let sources = state.sources.resolved(for: mode, commonModes: common)
@@ -95,9 +101,16 @@ extension EventRunLoop {
   }
 
   /// Puts held descriptors of `mode` back into the `epoll` set, and tells whether `mode` has
-  /// any descriptors.
+  /// any descriptors. The usual case, nothing held, is inlined.
+  @inline(__always)
   private func prepareHeldDescriptors(mode: LoopMode) -> Bool {
     guard local.passCache.hasHeld else { return local.passCache.hasWatches }
+    restoreHeldDescriptors(mode: mode)
+    return local.passCache.hasWatches
+  }
+
+  @inline(never)
+  private func restoreHeldDescriptors(mode: LoopMode) {
     let isCommon = local.passCache.isCommon
     state.withLock { state in
       for token in state.heldTokens {
@@ -108,7 +121,6 @@ extension EventRunLoop {
         try? poller.add(watch.fileDescriptor, mask: watch.interest.epollMask, token: token)
       }
     }
-    return local.passCache.hasWatches
   }
 
   /// Whether `watch` is scheduled in `mode`, directly or through the common modes. Reads the
@@ -124,67 +136,102 @@ extension EventRunLoop {
   /// only the first. Returns whether any ran.
   private func fireCustomSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
     refreshPassCache(for: mode)
+    // Most passes find no source signalled: the flags alone tell, read in place, without
+    // copying the list out (a retain and a release of the list and of each source).
+    // (Indexed one at a time: `contains(where:)` retained the list for the scan.)
+    var index = 0
+    while index < local.passCache.sources.count, !local.passCache.sources[index].hasPendingSignal {
+      index += 1
+    }
+    guard index < local.passCache.sources.count else { return false }
     let sources = local.passCache.sources
     var handled = false
     for source in sources where source.isValid && source.consumeSignal() {
       handled = true
-      withCallout(.source, name: source.name, dueAt: source.signalledAt, source.performHandler)
+      if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
+        tracedCallOut(source)
+      } else {
+        source.performHandler()
+      }
       if onlyFirst { break }
     }
     return handled
   }
 
+  // Not inlined, like `callOut`'s traced path: `withCallout` with a due time makes its caller
+  // fetch type metadata on every pass.
+  @inline(never)
+  private func tracedCallOut(_ source: CustomInputSource) {
+    withCallout(.source, name: source.name, dueAt: source.signalledAt, source.performHandler)
+  }
+
   /// Runs every perform request for `mode` queued before this call, in FIFO order.
+  ///
+  /// The check for an empty queue is inlined: a pass asks two or three times, and usually
+  /// only one finds something.
+  @inline(__always)
   func runPerformRequests(mode: LoopMode) {
     // The lock is taken only when something is queued.
     guard published.performCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
+    runQueuedRequests(mode: mode)
+  }
+
+  @inline(never)
+  private func runQueuedRequests(mode: LoopMode) {
     refreshPassCache(for: mode)
     // Whether `mode` is common is decided once for the batch, not hashed per request.
     let isCommon = local.passCache.isCommon
-    // The queue and the batch trade storage: the batch taken last time, emptied, becomes
-    // the queue, so a steady stream of requests allocates no queue storage. (A call-out
-    // that runs the loop nested takes the spare first; whichever is left is kept.)
-    var batch = Deque<PerformRequest>()
-    swap(&batch, &local.spareBatch)
-    // Finished requests of the last batch go back to the pool under this same lock.
-    var finished: [PerformRequest] = []
-    swap(&finished, &local.finishedRequests)
+    // Finished requests of earlier batches go back to the pool under this same lock, those
+    // that nobody else holds now. They are checked here rather than when they finished: the
+    // caller of `perform` may not have let go of its request yet when the loop runs it
+    // (on one CPU, the loop runs it as soon as the caller's wake-up switches to it).
+    var returning = RequestList()
+    while var request = local.finishedRequests.popFirst() {
+      if isKnownUniquelyReferenced(&request) { returning.append(consume request) }
+    }
+    var batch = RequestList()
+    var dropped = RequestList()
     state.withLock { state in
       let room = Self.recycledRequestLimit - state.recycledRequests.count
-      if room > 0, !finished.isEmpty {
-        state.recycledRequests.append(contentsOf: finished.prefix(room))
+      if returning.count <= room {
+        state.recycledRequests.append(contentsOf: &returning)
+      } else {
+        while state.recycledRequests.count < Self.recycledRequestLimit,
+          let request = returning.popFirst()
+        {
+          state.recycledRequests.append(request)
+        }
       }
-      guard !state.performQueue.isEmpty else { return }
       if state.performQueue.allSatisfy({ $0.matches(mode, modeIsCommon: isCommon) }) {
         swap(&batch, &state.performQueue)
         return
       }
-      var kept = Deque<PerformRequest>()
-      for request in state.performQueue {
+      var kept = RequestList()
+      while let request = state.performQueue.popFirst() {
         if request.matches(mode, modeIsCommon: isCommon) {
           batch.append(request)
         } else if request.state == .pending {
           kept.append(request)
+        } else {
+          // A cancelled request of another mode is dropped here: kept until a run of its
+          // modes, it would stay for good on a loop that never runs them, and the queue
+          // would grow with every such request cancelled.
+          dropped.append(request)
         }
-        // A cancelled request of another mode is dropped here: kept until a run of its
-        // modes, it would stay for good on a loop that never runs them, and the queue would
-        // grow with every such request cancelled.
       }
       state.performQueue = kept
     }
-    for request in batch { request.runIfPending(on: self) }
-    finished.removeAll(keepingCapacity: true)
-    while var request = batch.popFirst() {
-      // Unique: the caller let go of it, and nothing else can reach it any more.
+    returning.removeAll()
+    dropped.removeAll()
+    while let request = batch.popFirst() {
+      request.runIfPending(on: self)
       // At most what the pool takes: a large batch does not stay alive until the next one.
-      if finished.count < Self.recycledRequestLimit, request.isRecyclable,
-        request.state == .finished, isKnownUniquelyReferenced(&request)
+      if request.isRecyclable, request.state == .finished,
+        local.finishedRequests.count < Self.recycledRequestLimit
       {
-        finished.append(request)
+        local.finishedRequests.append(request)
       }
     }
-    swap(&batch, &local.spareBatch)
-    swap(&finished, &local.finishedRequests)
   }
 
   /// Step 5: checks without blocking whether a version-1 source is ready. Returns the
@@ -241,17 +288,34 @@ extension EventRunLoop {
     }
     var wake = plan.deadlineNanoseconds
     refreshPassCache(for: mode)
-    for provider in local.passCache.providers {
-      guard let due = provider.nextDeadline(in: mode, of: self) else { continue }
-      let dueNanoseconds = ClockReference.nanoseconds(of: due)
-      if wake.map({ dueNanoseconds < $0 }) ?? true { wake = dueNanoseconds }
-    }
+    if !local.passCache.providers.isEmpty { wake = earliestDeadline(in: mode, before: wake) }
     poller.arm(nanoseconds: wake)
     guard refreshInstruments().contains(.sleeps) else {
       let count = blockingWait(into: buffer)
       acknowledgeWake(in: buffer, count: count)
       return count
     }
+    return timedSleep(into: buffer)
+  }
+
+  /// The earliest of `deadline` and the providers' next deadlines in `mode`. Not inlined:
+  /// the providers' `ContinuousClock.Instant?` made `sleep` fetch that type's metadata on
+  /// every pass, providers or not.
+  @inline(never)
+  private func earliestDeadline(in mode: LoopMode, before deadline: Int64?) -> Int64? {
+    var wake = deadline
+    for provider in local.passCache.providers {
+      guard let due = provider.nextDeadline(in: mode, of: self) else { continue }
+      let dueNanoseconds = ClockReference.nanoseconds(of: due)
+      if wake.map({ dueNanoseconds < $0 }) ?? true { wake = dueNanoseconds }
+    }
+    return wake
+  }
+
+  // Not inlined: its clock readings make the caller fetch `ContinuousClock.Instant`'s type
+  // metadata on every pass, timed or not.
+  @inline(never)
+  private func timedSleep(into buffer: UnsafeMutableRawPointer) -> Int {
     let start = ContinuousClock.now
     let count = blockingWait(into: buffer)
     acknowledgeWake(in: buffer, count: count)
@@ -307,7 +371,7 @@ extension EventRunLoop {
     // Invalidated by an earlier call-out of this pass (or by another thread just now).
     guard watch.isValid else { return }
     let events = DescriptorEvents(epollMask: mask)
-    withCallout(watch.calloutKind, name: watch.name, dueAt: nil) { watch.handler(events) }
+    callOut(watch.calloutKind, name: watch.name) { watch.handler(events) }
   }
 
   /// The watch for `token` if it runs in `mode`; a watch of another mode is held: taken out of
@@ -327,10 +391,17 @@ extension EventRunLoop {
 
   /// Asks each provider to fire what is due in `mode`. Providers decide what is due (a timer
   /// with tolerance may fire early in its window when the loop is awake anyway).
+  @inline(__always)
   private func fireDueTimers(mode: LoopMode) {
     refreshPassCache(for: mode)
-    let providers = local.passCache.providers
-    guard !providers.isEmpty else { return }
+    guard !local.passCache.providers.isEmpty else { return }
+    fireDueTimers(of: local.passCache.providers, in: mode)
+  }
+
+  // Not inlined: reading the clock as a `ContinuousClock.Instant` made the caller fetch that
+  // type's metadata on every pass, providers or not.
+  @inline(never)
+  private func fireDueTimers(of providers: [any LoopDeadlineProvider], in mode: LoopMode) {
     let now = ContinuousClock.now
     for provider in providers {
       provider.fireDue(in: mode, of: self, now: now)

@@ -35,20 +35,41 @@ extension EventRunLoop {
     return request
   }
 
+  /// ``perform(inModes:name:_:)`` with its defaults: `body` runs in the loop's common modes,
+  /// named "perform" in traces. The same request, without the default arguments: a call
+  /// with defaults makes the caller fetch and retain the shared default modes array (and
+  /// release it after), on every call.
+  ///
+  /// ```swift
+  /// worker.perform { print("hello from the worker") }
+  /// ```
+  @discardableResult
+  public func perform(_ body: @escaping @Sendable () -> Void) -> PerformRequest {
+    if let reused = enqueueReused(body) { return reused }
+    let request = PerformRequest(
+      name: Self.defaultPerformName, modes: Self.commonModesOnly, waitable: false, body: body)
+    enqueue(request)
+    return request
+  }
+
   /// Queues `body` in a finished request from this loop's pool, taken, refilled and queued
   /// under one lock: a steady stream of performs allocates no request. `nil` when the pool
   /// is empty (or the thread has exited: the caller's usual path then abandons a new one).
   private func enqueueReused(_ body: @escaping @Sendable () -> Void) -> PerformRequest? {
-    let request = state.withLock { state -> PerformRequest? in
-      guard !state.threadExited, let request = state.recycledRequests.popLast() else {
+    let queued = state.withLock { state -> Unmanaged<PerformRequest>? in
+      guard !state.threadExited, let request = state.recycledRequests.popFirst() else {
         return nil
       }
       request.reuse(for: body)
-      state.performQueue.append(request)
-      return request
+      // One retain, for the caller, and the pool's reference moves to the queue: returning
+      // the request from the closure as well as queueing it cost two retains and a release.
+      let queued = Unmanaged.passRetained(request)
+      state.performQueue.append(consume request)
+      return queued
     }
-    if request != nil { wakeUpAfterPublishing() }
-    return request
+    guard let queued else { return nil }
+    wakeUpAfterPublishing()
+    return queued.takeRetainedValue()
   }
 
   /// Runs `body` on this loop's thread and waits until it has run. Called on the loop's own

@@ -151,10 +151,19 @@ extension EventRunLoop {
   }
 
   /// Whether a run in `mode` would have nothing to wait for: no sources, no descriptors, no
-  /// provider items, no perform requests for it.
+  /// provider items, no perform requests for it. Every pass asks (step 9), and a mode with a
+  /// source or a descriptor answers at once: that check is inlined.
+  @inline(__always)
   func modeIsEmpty(_ mode: LoopMode) -> Bool {
     refreshPassCache(for: mode)
     if !local.passCache.sources.isEmpty || local.passCache.hasWatches { return false }
+    return hasNoRequestsOrProviderItems(mode)
+  }
+
+  /// The rest of `modeIsEmpty`, for a mode without sources or descriptors: whether no perform
+  /// request waits for it and no provider has items in it.
+  @inline(never)
+  private func hasNoRequestsOrProviderItems(_ mode: LoopMode) -> Bool {
     let isCommon = local.passCache.isCommon
     if published.performCount.load(ordering: .sequentiallyConsistent) > 0 {
       let queued = state.withLock { state in

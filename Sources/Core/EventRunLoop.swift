@@ -1,5 +1,4 @@
 import CRunLoopLinux
-import DequeModule
 import Glibc
 import Synchronization
 
@@ -331,7 +330,7 @@ public final class EventRunLoop: @unchecked Sendable {
     var providers: [any LoopDeadlineProvider] = []
     var instruments: [any RunLoopInstrument] = []
     var watches: [DescriptorWatch] = []
-    var abandoned = Deque<PerformRequest>()
+    var abandoned = RequestList()
     var sources: [(CustomInputSource, LoopMode)] = []
     state.withLock { state in
       state.threadExited = true
@@ -356,9 +355,8 @@ public final class EventRunLoop: @unchecked Sendable {
     instrumentsVersion.wrappingAdd(1, ordering: .releasing)
     local.instrumentCache = InstrumentCache()
     local.passCache = PassCache()
-    local.spareBatch = Deque()
-    local.finishedRequests = []
-    for request in abandoned { request.abandon() }
+    local.finishedRequests.removeAll()
+    while let request = abandoned.popFirst() { request.abandon() }
     for (source, mode) in sources { source.cancelHandler?(self, mode) }
     for instrument in instruments { noteInstrumentRemoved(instrument) }
     let everyLoop = processInstruments.withLock { $0 }
@@ -412,8 +410,8 @@ struct LoopState {
   // interest is off until a run in one of their modes turns it back on.
   var heldTokens: Set<UInt64> = [] { didSet { published.structureDidChange() } }
   // Finished requests with `perform`'s defaults, for reuse (see `enqueueReused`).
-  var recycledRequests: [PerformRequest] = []
-  var performQueue = Deque<PerformRequest>() {
+  var recycledRequests = RequestList()
+  var performQueue = RequestList() {
     didSet { published.performCount.store(performQueue.count, ordering: .sequentiallyConsistent) }
   }
   var frames: [RunFrame] = [] {
@@ -464,10 +462,9 @@ struct LoopThreadState {
   var modes: [LoopMode] = []
   var instrumentCache = InstrumentCache()
   var passCache = PassCache()
-  // Empty storage for the next batch of perform requests (see `runPerformRequests`).
-  var spareBatch = Deque<PerformRequest>()
-  // Finished requests of the last batch, for the pool at the next batch.
-  var finishedRequests: [PerformRequest] = []
+  // Finished requests of the last batches that may go to the pool at the next batch, once
+  // nobody else holds them (see `runPerformRequests`).
+  var finishedRequests = RequestList()
   // How long the next sleep may poll before it blocks (see `blockingWait(into:)`).
   var spin = SpinWindow()
 }

@@ -73,8 +73,11 @@ public final class PerformRequest: Sendable {
   private let stateBits = Atomic<UInt8>(State.pending.rawValue)
   private let done: DispatchSemaphore?
   /// Whether a finished request may serve again for a `perform` with the default modes and
-  /// name: it has them, and nobody waits on it (see `EventRunLoop.recycle`).
+  /// name: it has them, and nobody waits on it (see `EventRunLoop.runPerformRequests`).
   let isRecyclable: Bool
+  // The next request in the `RequestList` this one is in (the loop's queue or pool, or a
+  // batch); touched only by the list's owner: under the loop's lock, or on its thread.
+  @exclusivity(unchecked) nonisolated(unsafe) var next: PerformRequest?
 
   init(
     name: String, modes: [LoopMode], waitable: Bool,
@@ -86,6 +89,13 @@ public final class PerformRequest: Sendable {
     self.body = body
     self.done = waitable ? DispatchSemaphore(value: 0) : nil
     self.isRecyclable = !waitable && commonModesOnly && name == EventRunLoop.defaultPerformName
+  }
+
+  deinit {
+    // A request dropped while still linked (a list let go of as a whole) unlinks the rest
+    // of the chain one request at a time: releasing it recursively could overflow the stack.
+    var link = next.take()
+    while let request = link.take() { link = request.next.take() }
   }
 
   private static func isCommonModesOnly(_ modes: [LoopMode]) -> Bool {
@@ -145,12 +155,23 @@ public final class PerformRequest: Sendable {
 
   /// Runs the body if still pending; the loop calls this on its thread.
   func runIfPending(on loop: EventRunLoop) {
-    // `take()` moves the closure out: no retain for the copy, no release for the cleared
-    // property.
-    guard transition(from: .pending, to: .running), let body = body.take() else { return }
-    loop.withCallout(.block, name: name, dueAt: nil, body)
+    guard transition(from: .pending, to: .running) else { return }
+    if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
+      runTraced(on: loop)
+    } else if let body = body.take() {
+      // `take()` moves the closure out: no retain for a copy, no release for the cleared
+      // property. (Handed on to `withCallout` here, or bound in a `guard` with the
+      // transition, it was copied and released, or even boxed.)
+      body()
+    }
     stateBits.store(State.finished.rawValue, ordering: .releasing)
     done?.signal()
+  }
+
+  @inline(never)
+  private func runTraced(on loop: EventRunLoop) {
+    guard let body = body.take() else { return }
+    loop.withCallout(.block, name: name, dueAt: nil, body)
   }
 
   /// Marks a request that will never run because its loop is gone.

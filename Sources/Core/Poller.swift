@@ -86,9 +86,15 @@ final class Poller {
 
   /// Arms the timerfd for `deadline` (absolute, CLOCK_BOOTTIME nanoseconds, at least 1 as
   /// `ClockReference` gives them), or disarms it for `nil`; skips the system call when
-  /// nothing changes.
+  /// nothing changes (inlined: every sleep asks, and the deadline seldom changes).
+  @inline(__always)
   func arm(nanoseconds deadline: Int64?) {
     guard deadline != armedDeadline else { return }
+    rearm(nanoseconds: deadline)
+  }
+
+  @inline(never)
+  private func rearm(nanoseconds deadline: Int64?) {
     armedDeadline = deadline
     var spec = itimerspec()
     if let deadline {

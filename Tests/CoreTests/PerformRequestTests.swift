@@ -220,6 +220,45 @@ struct PerformRequestTests {
     #expect(state == .finished)
   }
 
+  @Test func performWithABodyAloneIsPerformWithTheDefaultModesAndName() throws {
+    let (short, full, order) = try onNewThread {
+      loop -> (PerformRequest, PerformRequest, [String]) in
+      let recorder = GuardedState<[String]>([])
+      let short = loop.perform { recorder.withLock { $0.append("short") } }
+      let full = loop.perform(inModes: [.common], name: "perform") {
+        recorder.withLock { $0.append("full") }
+      }
+      try loop.run(mode: .default, timeout: .zero)
+      return (short, full, recorder.withLock { $0 })
+    }
+    #expect(short.name == full.name)
+    #expect(short.modes == full.modes)
+    #expect(short.modes == [.common])
+    #expect(order == ["short", "full"])
+    #expect(short.state == .finished && full.state == .finished)
+  }
+
+  @Test func aRequestItsCallerLetGoOfOnlyAfterItRanServesALaterPerform() throws {
+    let (reused, order) = try onNewThread { loop -> (Bool, [Int]) in
+      let recorder = GuardedState<[Int]>([])
+      // Held while the loop runs it, as a caller that the loop's thread preempted inside
+      // `perform` still holds it (on one CPU, every hop of a ping-pong goes like this).
+      var held: PerformRequest? = loop.perform { recorder.withLock { $0.append(0) } }
+      try loop.run(mode: .default, timeout: .zero)
+      weak let first = held
+      held = nil
+      var sawFirstAgain = false
+      for index in 1..<4 {
+        let request = loop.perform { recorder.withLock { $0.append(index) } }
+        if let first, request === first { sawFirstAgain = true }
+        try loop.run(mode: .default, timeout: .zero)
+      }
+      return (sawFirstAgain, recorder.withLock { $0 })
+    }
+    #expect(reused)
+    #expect(order == [0, 1, 2, 3])
+  }
+
   @Test func requestsWithOtherModesNamesOrWaitersAreNotReused() throws {
     let reusedOther = try onNewThread { loop -> Bool in
       weak let named = loop.perform(name: "named") {}
