@@ -26,10 +26,7 @@ let package = Package(
     .target(name: "CRunLoopLinux", path: "Sources/CRunLoopLinux"),
     .target(
       name: "RunLoopCore",
-      dependencies: [
-        "CRunLoopLinux",
-        .product(name: "DequeModule", package: "swift-collections"),
-      ],
+      dependencies: ["CRunLoopLinux"],
       path: "Sources/Core"
     ),
     .target(name: "RunLoopTimers", dependencies: ["RunLoopCore"], path: "Sources/Timers"),
