@@ -145,11 +145,11 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     }
   }
 
-  /// Takes the signal: returns whether the source was signalled and clears it.
   /// Whether a signal waits, read as `consumeSignal()` reads it (see there), without
   /// consuming it.
   var hasPendingSignal: Bool { signalled.load(ordering: .sequentiallyConsistent) }
 
+  /// Takes the signal: returns whether the source was signalled and clears it.
   func consumeSignal() -> Bool {
     // Sequentially consistent (a plain load on x86): it comes after the loop's sequentially
     // consistent clearing of its wake flag, and against the fence in `wakeUp()` that is what

@@ -184,10 +184,14 @@ extension EventRunLoop {
     // Finished requests of earlier batches go back to the pool under this same lock, those
     // that nobody else holds now. They are checked here rather than when they finished: the
     // caller of `perform` may not have let go of its request yet when the loop runs it
-    // (on one CPU, the loop runs it as soon as the caller's wake-up switches to it).
+    // (on one CPU, the loop runs it as soon as the caller's wake-up switches to it). Nor may
+    // a weak or unowned reference name it: through one, an old handle would stand for the
+    // new request (see `hasNoWeakOrUnownedReferences`, also for why it is asked second).
     var returning = RequestList()
     while var request = local.finishedRequests.popFirst() {
-      if isKnownUniquelyReferenced(&request) { returning.append(consume request) }
+      if isKnownUniquelyReferenced(&request), request.hasNoWeakOrUnownedReferences {
+        returning.append(consume request)
+      }
     }
     var batch = RequestList()
     var dropped = RequestList()

@@ -13,7 +13,7 @@ import Synchronization
 /// All members are safe to use from any thread. A finished request with the default modes
 /// and name that nobody holds any more may be taken back by its loop and returned by a
 /// later `perform` (so a steady stream of performs allocates nothing); one you hold is
-/// never reused.
+/// never reused, and a weak or unowned reference counts as holding it.
 public final class PerformRequest: Sendable {
   /// Where a request is in its life.
   ///
@@ -100,6 +100,24 @@ public final class PerformRequest: Sendable {
 
   private static func isCommonModesOnly(_ modes: [LoopMode]) -> Bool {
     modes.count == 1 && modes[0] == .common
+  }
+
+  /// Whether no weak or unowned reference names the request. A finished request that only
+  /// the loop holds strongly may still be reached through one (`weak var last = loop.perform
+  /// { }`, to cancel it later if it has not run): reused, it would stand for an unrelated
+  /// later request, which that reference could cancel, and whose state it would read.
+  ///
+  /// Ask after `isKnownUniquelyReferenced` found the loop's reference the only strong one:
+  /// then whoever may still use the request holds it weakly or unowned, which these counts
+  /// show (the runtime reports 1 for each when there is none: the weak count keeps one for
+  /// the unowned count, and the unowned count one for the strong references). In this order
+  /// a caller making its weak reference from the strong one `perform` returned is seen
+  /// either way. The counts are separate loads, not one snapshot: a thread that, between
+  /// them, loads the request from its only weak reference and destroys that reference would
+  /// hold it strongly, unseen; that takes two steps within a few nanoseconds, while a weak
+  /// reference read where it stays is always seen.
+  var hasNoWeakOrUnownedReferences: Bool {
+    _getWeakRetainCount(self) == 1 && _getUnownedRetainCount(self) == 1
   }
 
   /// Whether `modes` and `name` are `perform`'s defaults.
