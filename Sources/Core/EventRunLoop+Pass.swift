@@ -181,31 +181,9 @@ extension EventRunLoop {
     refreshPassCache(for: mode)
     // Whether `mode` is common is decided once for the batch, not hashed per request.
     let isCommon = local.passCache.isCommon
-    // Finished requests of earlier batches go back to the pool under this same lock, those
-    // that nobody else holds now. They are checked here rather than when they finished: the
-    // caller of `perform` may not have let go of its request yet when the loop runs it
-    // (on one CPU, the loop runs it as soon as the caller's wake-up switches to it). Nor may
-    // a weak or unowned reference name it: through one, an old handle would stand for the
-    // new request (see `hasNoWeakOrUnownedReferences`, also for why it is asked second).
-    var returning = RequestList()
-    while var request = local.finishedRequests.popFirst() {
-      if isKnownUniquelyReferenced(&request), request.hasNoWeakOrUnownedReferences {
-        returning.append(consume request)
-      }
-    }
     var batch = RequestList()
     var dropped = RequestList()
     state.withLock { state in
-      let room = Self.recycledRequestLimit - state.recycledRequests.count
-      if returning.count <= room {
-        state.recycledRequests.append(contentsOf: &returning)
-      } else {
-        while state.recycledRequests.count < Self.recycledRequestLimit,
-          let request = returning.popFirst()
-        {
-          state.recycledRequests.append(request)
-        }
-      }
       if state.performQueue.allSatisfy({ $0.matches(mode, modeIsCommon: isCommon) }) {
         swap(&batch, &state.performQueue)
         return
@@ -225,16 +203,9 @@ extension EventRunLoop {
       }
       state.performQueue = kept
     }
-    returning.removeAll()
     dropped.removeAll()
     while let request = batch.popFirst() {
       request.runIfPending(on: self)
-      // At most what the pool takes: a large batch does not stay alive until the next one.
-      if request.isRecyclable, request.state == .finished,
-        local.finishedRequests.count < Self.recycledRequestLimit
-      {
-        local.finishedRequests.append(request)
-      }
     }
   }
 

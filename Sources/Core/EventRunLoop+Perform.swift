@@ -7,8 +7,6 @@ extension EventRunLoop {
   @usableFromInline static let commonModesOnly: [LoopMode] = [.common]
   /// The default name of a perform request.
   @usableFromInline static let defaultPerformName = "perform"
-  /// How many finished requests a loop keeps for reuse.
-  static let recycledRequestLimit = 16
 
   /// Queues `body` to run on this loop's thread the next time the loop passes through one of
   /// `modes`, and wakes the loop (CoreFoundation's `CFRunLoopPerformBlock` does not wake it;
@@ -27,9 +25,6 @@ extension EventRunLoop {
     name: String = EventRunLoop.defaultPerformName,
     _ body: @escaping @Sendable () -> Void
   ) -> PerformRequest {
-    if PerformRequest.hasDefaults(modes: modes, name: name), let reused = enqueueReused(body) {
-      return reused
-    }
     let request = PerformRequest(name: name, modes: modes, waitable: false, body: body)
     enqueue(request)
     return request
@@ -45,31 +40,10 @@ extension EventRunLoop {
   /// ```
   @discardableResult
   public func perform(_ body: @escaping @Sendable () -> Void) -> PerformRequest {
-    if let reused = enqueueReused(body) { return reused }
     let request = PerformRequest(
       name: Self.defaultPerformName, modes: Self.commonModesOnly, waitable: false, body: body)
     enqueue(request)
     return request
-  }
-
-  /// Queues `body` in a finished request from this loop's pool, taken, refilled and queued
-  /// under one lock: a steady stream of performs allocates no request. `nil` when the pool
-  /// is empty (or the thread has exited: the caller's usual path then abandons a new one).
-  private func enqueueReused(_ body: @escaping @Sendable () -> Void) -> PerformRequest? {
-    let queued = state.withLock { state -> Unmanaged<PerformRequest>? in
-      guard !state.threadExited, let request = state.recycledRequests.popFirst() else {
-        return nil
-      }
-      request.reuse(for: body)
-      // One retain, for the caller, and the pool's reference moves to the queue: returning
-      // the request from the closure as well as queueing it cost two retains and a release.
-      let queued = Unmanaged.passRetained(request)
-      state.performQueue.append(consume request)
-      return queued
-    }
-    guard let queued else { return nil }
-    wakeUpAfterPublishing()
-    return queued.takeRetainedValue()
   }
 
   /// Runs `body` on this loop's thread and waits until it has run. Called on the loop's own

@@ -335,7 +335,6 @@ public final class EventRunLoop: @unchecked Sendable {
     state.withLock { state in
       state.threadExited = true
       swap(&abandoned, &state.performQueue)
-      state.recycledRequests.removeAll()
       for mode in state.sources.modes {
         for source in state.sources.items(in: mode) {
           state.sources.remove(source, from: mode)
@@ -355,7 +354,6 @@ public final class EventRunLoop: @unchecked Sendable {
     instrumentsVersion.wrappingAdd(1, ordering: .releasing)
     local.instrumentCache = InstrumentCache()
     local.passCache = PassCache()
-    local.finishedRequests.removeAll()
     while let request = abandoned.popFirst() { request.abandon() }
     for (source, mode) in sources { source.cancelHandler?(self, mode) }
     for instrument in instruments { noteInstrumentRemoved(instrument) }
@@ -409,8 +407,6 @@ struct LoopState {
   // Watches that became ready while the loop ran a mode they are not in; their epoll
   // interest is off until a run in one of their modes turns it back on.
   var heldTokens: Set<UInt64> = [] { didSet { published.structureDidChange() } }
-  // Finished requests with `perform`'s defaults, for reuse (see `enqueueReused`).
-  var recycledRequests = RequestList()
   var performQueue = RequestList() {
     didSet { published.performCount.store(performQueue.count, ordering: .sequentiallyConsistent) }
   }
@@ -462,9 +458,6 @@ struct LoopThreadState {
   var modes: [LoopMode] = []
   var instrumentCache = InstrumentCache()
   var passCache = PassCache()
-  // Finished requests of the last batches that may go to the pool at the next batch, once
-  // nobody else holds them (see `runPerformRequests`).
-  var finishedRequests = RequestList()
   // How long the next sleep may poll before it blocks (see `blockingWait(into:)`).
   var spin = SpinWindow()
 }

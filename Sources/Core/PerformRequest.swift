@@ -10,10 +10,8 @@ import Synchronization
 /// if request.cancel() { print("it never ran") }
 /// ```
 ///
-/// All members are safe to use from any thread. A finished request with the default modes
-/// and name that nobody holds any more may be taken back by its loop and returned by a
-/// later `perform` (so a steady stream of performs allocates nothing); one you hold is
-/// never reused, and a weak or unowned reference counts as holding it.
+/// All members are safe to use from any thread. Every `perform` makes a new request: a
+/// reference to one, strong or weak, always stands for that request.
 public final class PerformRequest: Sendable {
   /// Where a request is in its life.
   ///
@@ -72,11 +70,7 @@ public final class PerformRequest: Sendable {
   private let commonModesOnly: Bool
   private let stateBits = Atomic<UInt8>(State.pending.rawValue)
   private let done: DispatchSemaphore?
-  /// Whether a finished request may serve again for a `perform` with the default modes and
-  /// name: it has them, and nobody waits on it (see `EventRunLoop.runPerformRequests`).
-  let isRecyclable: Bool
-  // The next request in the `RequestList` this one is in (the loop's queue or pool, or a
-  // batch); touched only by the list's owner: under the loop's lock, or on its thread.
+  // The next request in the `RequestList` this one is in (the loop's queue or a batch); touched only by the list's owner: under the loop's lock, or on its thread.
   @exclusivity(unchecked) nonisolated(unsafe) var next: PerformRequest?
 
   init(
@@ -88,7 +82,6 @@ public final class PerformRequest: Sendable {
     self.commonModesOnly = Self.isCommonModesOnly(modes)
     self.body = body
     self.done = waitable ? DispatchSemaphore(value: 0) : nil
-    self.isRecyclable = !waitable && commonModesOnly && name == EventRunLoop.defaultPerformName
   }
 
   deinit {
@@ -100,36 +93,6 @@ public final class PerformRequest: Sendable {
 
   private static func isCommonModesOnly(_ modes: [LoopMode]) -> Bool {
     modes.count == 1 && modes[0] == .common
-  }
-
-  /// Whether no weak or unowned reference names the request. A finished request that only
-  /// the loop holds strongly may still be reached through one (`weak var last = loop.perform
-  /// { }`, to cancel it later if it has not run): reused, it would stand for an unrelated
-  /// later request, which that reference could cancel, and whose state it would read.
-  ///
-  /// Ask after `isKnownUniquelyReferenced` found the loop's reference the only strong one:
-  /// then whoever may still use the request holds it weakly or unowned, which these counts
-  /// show (the runtime reports 1 for each when there is none: the weak count keeps one for
-  /// the unowned count, and the unowned count one for the strong references). In this order
-  /// a caller making its weak reference from the strong one `perform` returned is seen
-  /// either way. The counts are separate loads, not one snapshot: a thread that, between
-  /// them, loads the request from its only weak reference and destroys that reference would
-  /// hold it strongly, unseen; that takes two steps within a few nanoseconds, while a weak
-  /// reference read where it stays is always seen.
-  var hasNoWeakOrUnownedReferences: Bool {
-    _getWeakRetainCount(self) == 1 && _getUnownedRetainCount(self) == 1
-  }
-
-  /// Whether `modes` and `name` are `perform`'s defaults.
-  static func hasDefaults(modes: [LoopMode], name: String) -> Bool {
-    name == EventRunLoop.defaultPerformName && isCommonModesOnly(modes)
-  }
-
-  /// Makes a finished request pending again with a new closure. Called under the target
-  /// loop's lock on a request from that loop's pool, which nobody else references.
-  func reuse(for body: @escaping @Sendable () -> Void) {
-    self.body = body
-    stateBits.store(State.pending.rawValue, ordering: .relaxed)
   }
 
   /// The request's state now.

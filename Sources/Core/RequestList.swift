@@ -1,5 +1,5 @@
 /// A first-in, first-out list of perform requests, linked through the requests themselves
-/// (`PerformRequest.next`): a loop's queue, its pool of finished requests, a pass's batch.
+/// (`PerformRequest.next`): a loop's queue and a pass's batch.
 ///
 /// Written here rather than taken from swift-collections: a `Deque` (what the queue was)
 /// retains every element its iterator hands out, checks its storage for uniqueness on each
@@ -9,7 +9,7 @@
 /// reference a list holds on each request.
 ///
 /// A request is in at most one list at a time. Whoever owns the list owns its requests'
-/// links: the loop's lock for the queue and the pool, the loop's thread for a batch.
+/// links: the loop's lock for the queue, the loop's thread for a batch.
 struct RequestList {
   private var head: PerformRequest?
   // Not retained: the last request is held by its predecessor's link (or by `head`).

@@ -13,7 +13,7 @@ private final class UnownedHandle: Sendable {
   }
 }
 
-@Suite("Perform requests: the linked queue, the pool and their edges")
+@Suite("Perform requests: the linked queue and its edges")
 struct PerformRequestListTests {
   // `weak var last = loop.perform { }`, to cancel it later if it has not run yet: once it
   // ran, the handle must not stand for somebody else's request.

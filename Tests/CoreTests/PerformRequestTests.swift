@@ -187,28 +187,6 @@ struct PerformRequestTests {
     #expect(state == .cancelled)
   }
 
-  // Reuse is seen through the loop's pool, not through a weak reference: a request that a
-  // weak reference names is never reused.
-  @Test func finishedRequestsThatNobodyHoldsServeLaterPerforms() throws {
-    let (pooled, handedOut, order) = try onNewThread {
-      loop -> ([ObjectIdentifier], ObjectIdentifier, [Int]) in
-      let recorder = GuardedState<[Int]>([])
-      loop.perform { recorder.withLock { $0.append(0) } }
-      try loop.run(mode: .default, timeout: .zero)
-      // The next batch hands the first request, which nobody holds, to the pool.
-      loop.perform { recorder.withLock { $0.append(1) } }
-      try loop.run(mode: .default, timeout: .zero)
-      // Pooled requests stay alive until `perform` hands one out: identities compare.
-      let pooled = loop.pooledRequestIDs
-      let request = loop.perform { recorder.withLock { $0.append(2) } }
-      try loop.run(mode: .default, timeout: .zero)
-      return (pooled, ObjectIdentifier(request), recorder.withLock { $0 })
-    }
-    #expect(pooled.count == 1)
-    #expect(pooled.first == handedOut)
-    #expect(order == [0, 1, 2])
-  }
-
   @Test func aRequestTheCallerStillHoldsIsNeverReused() throws {
     let (reusedWhileHeld, state) = try onNewThread { loop -> (Bool, PerformRequest.State) in
       let kept = loop.perform {}
@@ -242,78 +220,5 @@ struct PerformRequestTests {
     #expect(short.modes == [.common])
     #expect(order == ["short", "full"])
     #expect(short.state == .finished && full.state == .finished)
-  }
-
-  @Test func aRequestItsCallerLetGoOfOnlyAfterItRanServesALaterPerform() throws {
-    let (heldID, pooled, handedOut, order) = try onNewThread {
-      loop -> (ObjectIdentifier, [ObjectIdentifier], ObjectIdentifier, [Int]) in
-      let recorder = GuardedState<[Int]>([])
-      // Held while the loop runs it, as a caller that the loop's thread preempted inside
-      // `perform` still holds it (on one CPU, every hop of a ping-pong goes like this).
-      var held: PerformRequest? = loop.perform { recorder.withLock { $0.append(0) } }
-      try loop.run(mode: .default, timeout: .zero)
-      let heldID = ObjectIdentifier(held!)
-      held = nil
-      // Only the requests that finished before this batch can reach the pool in it: a new
-      // request that malloc put where a freed one was could not be among them.
-      loop.perform { recorder.withLock { $0.append(1) } }
-      try loop.run(mode: .default, timeout: .zero)
-      let pooled = loop.pooledRequestIDs
-      let request = loop.perform { recorder.withLock { $0.append(2) } }
-      try loop.run(mode: .default, timeout: .zero)
-      return (heldID, pooled, ObjectIdentifier(request), recorder.withLock { $0 })
-    }
-    #expect(pooled == [heldID])
-    #expect(handedOut == heldID)
-    #expect(order == [0, 1, 2])
-  }
-
-  @Test func requestsWithOtherModesNamesOrWaitersAreNotReused() throws {
-    let (pooledAfterOthers, pooledAfterDefault) = try onNewThread {
-      loop -> ([ObjectIdentifier], [ObjectIdentifier]) in
-      try loop.add(CustomInputSource {}, mode: .default)
-      loop.perform(name: "named") {}
-      loop.perform(inModes: [.default]) {}
-      // A request someone waits on comes from another thread (on the loop's own thread,
-      // `performAndWait` runs the body at once and queues nothing).
-      let waited = Atomic<Bool>(false)
-      let waiter = RunLoopThread(name: "waiter") { _ in
-        try loop.performAndWait {}
-        waited.store(true, ordering: .releasing)
-      }
-      try waiter.start()
-      while !waited.load(ordering: .acquiring) {
-        try loop.run(mode: .default, timeout: .milliseconds(10))
-      }
-      try waiter.join()
-      try loop.run(mode: .default, timeout: .zero)
-      // One more batch: it would hand every recyclable request that finished to the pool.
-      loop.perform(name: "named") {}
-      try loop.run(mode: .default, timeout: .zero)
-      let pooledAfterOthers = loop.pooledRequestIDs
-      // The same two batches with a default request: it does reach the pool.
-      loop.perform {}
-      try loop.run(mode: .default, timeout: .zero)
-      loop.perform(name: "named") {}
-      try loop.run(mode: .default, timeout: .zero)
-      return (pooledAfterOthers, loop.pooledRequestIDs)
-    }
-    #expect(pooledAfterOthers.isEmpty)
-    #expect(pooledAfterDefault.count == 1)
-  }
-}
-
-extension EventRunLoop {
-  /// The identities of the finished requests this loop keeps for reuse, first to be handed
-  /// out first.
-  var pooledRequestIDs: [ObjectIdentifier] {
-    state.withLock { state in
-      var identities: [ObjectIdentifier] = []
-      _ = state.recycledRequests.contains { request in
-        identities.append(ObjectIdentifier(request))
-        return false
-      }
-      return identities
-    }
   }
 }
