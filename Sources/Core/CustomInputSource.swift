@@ -99,6 +99,11 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     guard isValid else { return }
     if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
       signalledAtNanoseconds.store(ClockReference.nanoseconds(of: .now), ordering: .relaxed)
+    } else if signalledAtNanoseconds.load(ordering: .relaxed) != 0 {
+      // Unrecorded: an instrument attached before the call-out must not see the time of an
+      // earlier, recorded signal as this one's. (Loaded first: a store per signal would
+      // move the cache line between signalling threads even when nothing is traced.)
+      signalledAtNanoseconds.store(0, ordering: .relaxed)
     }
     signalled.store(true, ordering: .releasing)
   }

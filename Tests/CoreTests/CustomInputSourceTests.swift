@@ -128,4 +128,43 @@ struct CustomInputSourceTests {
     }
     #expect(performed == 200)
   }
+
+  // A signal made while no instrument wanted call-outs has no recorded time. An instrument
+  // attached before its call-out must not be given an earlier signal's time instead. Other
+  // tests' instruments may be attached meanwhile, in which case the second signal's time is
+  // recorded: either way, no due time from before the second signal.
+  @Test func aCalloutIsNeverGivenAnEarlierSignalsTime() throws {
+    let (dueAt, secondSignal) = try onNewThread {
+      loop -> (ContinuousClock.Instant?, ContinuousClock.Instant) in
+      let source = CustomInputSource(name: "job") {}
+      try loop.add(source, mode: .default)
+      let first = DueTimeRecorder()
+      loop.addInstrument(first)
+      source.signal()
+      try loop.run(mode: .default, timeout: .zero)
+      loop.removeInstrument(first)
+      let secondSignal = ContinuousClock.now
+      source.signal()
+      let second = DueTimeRecorder()
+      loop.addInstrument(second)
+      try loop.run(mode: .default, timeout: .zero)
+      loop.removeInstrument(second)
+      #expect(first.dueTimes.count == 1 && first.dueTimes[0] != nil)
+      #expect(second.dueTimes.count == 1)
+      return (second.dueTimes.first ?? nil, secondSignal)
+    }
+    if let dueAt { #expect(dueAt >= secondSignal) }
+  }
+}
+
+/// Records the due time of every source call-out.
+private final class DueTimeRecorder: RunLoopInstrument, Sendable {
+  let interests: InstrumentInterests = .callouts
+  private let recorded = GuardedState<[ContinuousClock.Instant?]>([])
+  var dueTimes: [ContinuousClock.Instant?] { recorded.withLock { $0 } }
+
+  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
+    guard callout.kind == .source else { return }
+    recorded.withLock { $0.append(callout.dueAt) }
+  }
 }
