@@ -242,13 +242,13 @@ extension EventRunLoop {
     }
   }
 
-  /// Clears the wake flag once the wake-up's event was taken from `epoll`. A `wakeUp()` that
-  /// still sees the flag set skips its write: what it changed is read after this, in this
-  /// pass. Sequentially consistent, with the fence in `wakeUp()`: either the pass sees what
-  /// the waker changed before calling `wakeUp()`, or the waker sees the flag clear and writes,
-  /// which reports a new event.
+  /// Clears the wake flag (the state goes from `written` back to `awake`) once the wake-up's
+  /// event was taken from `epoll`. A `wakeUp()` that still sees `written` skips its write:
+  /// what it changed is read after this, in this pass. Sequentially consistent, with the
+  /// fence in `wakeUp()`: either the pass sees what the waker changed before calling
+  /// `wakeUp()`, or the waker sees `awake` and writes, which reports a new event.
   private func wakeWasSeen() {
-    wakePending.store(false, ordering: .sequentiallyConsistent)
+    wakeState.store(WakeState.awake, ordering: .sequentiallyConsistent)
   }
 
   /// Step 7: sleeps until the earliest of the run's deadline and the providers' deadlines,

@@ -71,32 +71,56 @@ extension EventRunLoop {
     let start = ClockReference.nowNanoseconds()
     let window = min(local.spin.nanoseconds, limit)
     if window > 0, takeSpinSlot(of: local.spin.allowedCPUs) {
-      let count = poll(into: buffer, from: start, until: start + window)
+      let caught = poll(into: buffer, from: start, until: start + window)
       releaseSpinSlot()
-      local.spin.pollEnded(caught: count > 0)
-      if count > 0 { return count }
+      local.spin.pollEnded(caught: caught != nil)
+      if let caught { return caught }
     }
     let count = poller.wait(into: buffer, block: true)
     local.spin.adapt(slept: ClockReference.nowNanoseconds() - start, limit: limit)
     return count
   }
 
-  /// Non-blocking waits until an event arrives or `end` passes; returns the event count
-  /// (0 when none came) and records the spin.
+  /// Non-blocking waits until an event or a wake-up arrives or `end` passes. Returns the
+  /// number of events (0 when a wake-up came as a mark, with no event), or `nil` when
+  /// nothing came; records the spin.
+  ///
+  /// While it polls, the wake state says `polling` (when it was `awake`: with `written`, the
+  /// eventfd's event is on its way and the poll sees it), so a `wakeUp()` marks the state
+  /// instead of writing to the eventfd. Leaving, the poll sets `awake` again unless a mark
+  /// came; after that, wake-ups write, and the blocking wait that follows sees them.
   private func poll(into buffer: UnsafeMutableRawPointer, from start: Int64, until end: Int64)
-    -> Int
+    -> Int?
   {
+    let marking = wakeState.compareExchange(
+      expected: WakeState.awake, desired: WakeState.polling, ordering: .sequentiallyConsistent
+    ).exchanged
     var count = 0
     var now = start
+    var marked = false
     // No sched_yield() between polls: on a CPU shared with busy threads, a yielding thread
     // goes behind them for a whole time slice (milliseconds), where a poll that keeps the
     // CPU costs them at most its window. Measured: with two compilers running, yielding cut
     // the signal-pummel call-outs from about 100,000/s to 256/s.
     repeat {
+      if marking, wakeState.load(ordering: .sequentiallyConsistent) == WakeState.marked {
+        marked = true
+        break
+      }
       count = poller.wait(into: buffer, block: false)
       now = ClockReference.nowNanoseconds()
     } while count == 0 && now < end
-    spinCounters.record(nanoseconds: now - start, caught: count > 0)
-    return count
+    if marking,
+      !wakeState.compareExchange(
+        expected: WakeState.polling, desired: WakeState.awake, ordering: .sequentiallyConsistent
+      ).exchanged
+    {
+      // Marked after the last look: a wake-up all the same.
+      marked = true
+      wakeState.store(WakeState.awake, ordering: .sequentiallyConsistent)
+    }
+    let caught = count > 0 || marked
+    spinCounters.record(nanoseconds: ClockReference.nowNanoseconds() - start, caught: caught)
+    return caught ? count : nil
   }
 }

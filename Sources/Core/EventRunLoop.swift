@@ -48,8 +48,9 @@ public final class EventRunLoop: @unchecked Sendable {
   let state: GuardedState<LoopState>
   // What the state's lock publishes for the loop thread to read without taking it.
   let published: PublishedState
-  // Set by wakeUp() when it wrote to the eventfd; cleared by the loop when it sees the event.
-  let wakePending = Atomic<Bool>(false)
+  // Where the wake-up protocol is (`WakeState`): whether a wakeUp() wrote to the eventfd
+  // and the loop has not seen the event yet, or the loop is polling and wakeUp() marks it.
+  let wakeState = Atomic<UInt8>(WakeState.awake)
   // Changes whenever the loop's own instruments change.
   let instrumentsVersion = Atomic<UInt64>(0)
   // The longest a sleep may poll before blocking, in nanoseconds (see `spinLimit`).
@@ -198,10 +199,25 @@ public final class EventRunLoop: @unchecked Sendable {
   /// comes before this load of the flag, and the loop's clearing of the flag before its load
   /// of the count, so one of the two sees the other's write. The fence `wakeUp()` needs to
   /// order plain writes is left out.
+  ///
+  /// While the loop polls before sleeping, the state says so, and a wake-up marks it instead
+  /// of writing to the eventfd: the poll sees the mark, and the waker saves a system call.
   func wakeUpAfterPublishing() {
-    guard !wakePending.load(ordering: .sequentiallyConsistent) else { return }
-    if !wakePending.exchange(true, ordering: .sequentiallyConsistent) {
-      poller.wake()
+    var current = wakeState.load(ordering: .sequentiallyConsistent)
+    while true {
+      let next: UInt8
+      switch current {
+      case WakeState.awake: next = WakeState.written
+      case WakeState.polling: next = WakeState.marked
+      default: return  // written or marked: the loop will see that wake-up, and this one
+      }
+      let (exchanged, original) = wakeState.compareExchange(
+        expected: current, desired: next, ordering: .sequentiallyConsistent)
+      if exchanged {
+        if next == WakeState.written { poller.wake() }
+        return
+      }
+      current = original
     }
   }
 

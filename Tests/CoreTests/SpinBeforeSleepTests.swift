@@ -1,6 +1,7 @@
 import CRunLoopLinux
 import Glibc
 import RunLoopCore
+import Synchronization
 import Testing
 
 /// Polling before sleep: when a loop polls, when it never does, and what it counts.
@@ -93,6 +94,52 @@ struct SpinBeforeSleepTests {
     #expect(spins.spins > 0)
     // Each poll began with the descriptor ready, so each caught it.
     #expect(spins.caught == spins.spins)
+  }
+
+  // While a loop polls, a wakeUp() marks the wake state instead of writing to the eventfd.
+  // A signaller that waits (spinning, not sleeping) for each call-out, then 10 µs more,
+  // before the next signal keeps the loop's sleeps short, so its window stays open and most
+  // wake-ups come as marks: none may be lost, and a stop() made while it polls must end the
+  // run. (A wakeUp() that skipped both the mark and the write while the loop polled fails
+  // here: the loop then blocks with the signal unseen.)
+  @Test(.enabled(if: hasTwoCPUs, "needs two CPUs"))
+  func wakeUpsAndAStopThatArriveWhileTheLoopPollsAreNotLost() throws {
+    let performed = Atomic<Int>(0)
+    let source = CustomInputSource(name: "job") { performed.add(1, ordering: .releasing) }
+    let running = Atomic<Bool>(false)
+    let result = GuardedState<RunResult?>(nil)
+    let worker = RunLoopThread(name: "poller") { thread in
+      try thread.runLoop.add(source, mode: .default)
+      running.store(true, ordering: .releasing)
+      let ended = try thread.runLoop.run(mode: .default, timeout: .seconds(60))
+      result.withLock { $0 = ended }
+    }
+    try worker.start()
+    while !running.load(ordering: .acquiring) { usleep(100) }
+    let loop = worker.runLoop
+    var lost = 0
+    for round in 1...5000 {
+      // A few microseconds after the last call-out: the loop has finished its pass and is
+      // polling (well within its 50 µs window), and the wake-up comes as a mark.
+      let settle = ContinuousClock.now + .microseconds(10)
+      while ContinuousClock.now < settle {}
+      source.signalAndWakeUp()
+      let deadline = ContinuousClock.now + .seconds(5)
+      while performed.load(ordering: .acquiring) < round {
+        if ContinuousClock.now > deadline {
+          lost += 1
+          break
+        }
+      }
+      if lost > 0 { break }
+    }
+    let spins = loop.spinStatistics
+    // Right after its last call-out the loop goes back to polling: stop it now.
+    loop.stop()
+    try worker.join()
+    #expect(lost == 0, "a wake-up was lost after \(performed.load(ordering: .acquiring)) call-outs")
+    #expect(result.withLock { $0 } == .stopped)
+    #expect(spins.caught > 0)
   }
 
   @Test func aSpinLimitOfZeroTurnsPollingOff() throws {
