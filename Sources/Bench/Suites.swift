@@ -164,17 +164,23 @@ let allSuites: [Suite] = [
     }
   },
   Suite(name: "timer-lateness") { options, report in
-    // Four interleaved rounds of a quarter of the time each, histograms merged: a change in
-    // machine load then hits all three alike.
+    // Twenty interleaved rounds of a twentieth of the time each, histograms merged, the side
+    // that goes first rotating from round to round: a change in machine load then hits all
+    // three alike, and no side always runs right after another one's threads.
     let duration = options.quick ? 0.5 : 2.0
+    let rounds = 20
     var histograms = [Histogram<UInt64>](
       repeating: Histogram(
         highestTrackableValue: 10_000_000, numberOfSignificantValueDigits: .three),
       count: 3)
-    for _ in 0..<4 {
-      histograms[0].add(try ourLateness(seconds: duration / 4))
-      histograms[1].add(try cfLateness(seconds: duration / 4))
-      histograms[2].add(try floorLateness(seconds: duration / 4))
+    for round in 0..<rounds {
+      for step in 0..<3 {
+        switch (round + step) % 3 {
+        case 0: histograms[0].add(try ourLateness(seconds: duration / Double(rounds)))
+        case 1: histograms[1].add(try cfLateness(seconds: duration / Double(rounds)))
+        default: histograms[2].add(try floorLateness(seconds: duration / Double(rounds)))
+        }
+      }
     }
     let (ours, cf, floor) = (
       Lateness(histograms[0]), Lateness(histograms[1]), Lateness(histograms[2])
