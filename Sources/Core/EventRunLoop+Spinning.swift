@@ -120,7 +120,8 @@ extension EventRunLoop {
       wakeState.store(WakeState.awake, ordering: .sequentiallyConsistent)
     }
     let caught = count > 0 || marked
-    spinCounters.record(nanoseconds: ClockReference.nowNanoseconds() - start, caught: caught)
+    // From the last reading of the loop (one poll short when a mark ended it).
+    spinCounters.record(nanoseconds: now - start, caught: caught)
     return caught ? count : nil
   }
 }

@@ -84,10 +84,13 @@ final class SpinCounters: Sendable {
   let caught = Atomic<UInt64>(0)
   let nanoseconds = Atomic<UInt64>(0)
 
+  /// Counts one spin. Only the loop's thread writes, so plain loads and stores do (a
+  /// read-modify-write would lock the bus three times per poll for nothing).
   func record(nanoseconds spent: Int64, caught wasCaught: Bool) {
-    spins.wrappingAdd(1, ordering: .relaxed)
-    if wasCaught { caught.wrappingAdd(1, ordering: .relaxed) }
-    nanoseconds.wrappingAdd(UInt64(max(0, spent)), ordering: .relaxed)
+    spins.store(spins.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+    if wasCaught { caught.store(caught.load(ordering: .relaxed) &+ 1, ordering: .relaxed) }
+    nanoseconds.store(
+      nanoseconds.load(ordering: .relaxed) &+ UInt64(max(0, spent)), ordering: .relaxed)
   }
 }
 
@@ -132,19 +135,3 @@ func spinLimitNanoseconds(_ duration: Duration) -> Int64 {
 }
 
 let maximumSpinLimitNanoseconds: Int64 = 1_000_000
-
-/// The states of a loop's wake-up protocol (`EventRunLoop.wakeState`).
-///
-/// - `awake`: no wake-up is outstanding; the next `wakeUp()` writes to the eventfd
-///   (`written`), unless the loop polls by then.
-/// - `written`: a `wakeUp()` wrote; the loop has not taken the event from `epoll` yet, and
-///   further wake-ups skip their write. Taking the event sets `awake`.
-/// - `polling`: the loop is polling before it sleeps; a `wakeUp()` sets `marked` and writes
-///   nothing.
-/// - `marked`: a wake-up came while the loop polled; the poll ends and sets `awake`.
-enum WakeState {
-  static let awake: UInt8 = 0
-  static let written: UInt8 = 1
-  static let polling: UInt8 = 2
-  static let marked: UInt8 = 3
-}
