@@ -18,7 +18,7 @@ struct WakeStateStressTests {
   // and it polls) until it ran, 3,000 times; their wake-ups race each other on the state.
   @Test(.enabled(if: hasTwoCPUs, "needs two CPUs"))
   func performRequestsFromSeveralThreadsAtOnceAllRun() throws {
-    let worker = try Self.startLoopThread(name: "target")
+    let worker = try startLoopThread(name: "target")
     let loop = worker.runLoop
     let stalled = Atomic<Int>(0)
     let performers = (0..<3).map { index in
@@ -39,9 +39,7 @@ struct WakeStateStressTests {
     for performer in performers { try performer.start() }
     for performer in performers { try performer.join() }
     let spins = loop.spinStatistics
-    worker.cancel()
-    loop.stop()
-    try worker.join()
+    stopLoopThread(worker)
     #expect(stalled.load(ordering: .relaxed) == 0)
     #expect(spins.caught > 0)
   }
@@ -59,7 +57,7 @@ struct WakeStateStressTests {
         _ = try? loop.run(mode: "nested", timeout: .microseconds(300))
       }
     }
-    let worker = try Self.startLoopThread(name: "nesting") { loop in
+    let worker = try startLoopThread(name: "nesting") { loop in
       owner.withLock { $0 = loop }
       try loop.add(source, mode: .default)
       try loop.add(CustomInputSource {}, mode: "nested")
@@ -73,9 +71,7 @@ struct WakeStateStressTests {
       }
     }
     owner.withLock { $0 = nil }
-    worker.cancel()
-    worker.runLoop.stop()
-    try worker.join()
+    stopLoopThread(worker)
     #expect(!stalled, "stalled after \(performed.load(ordering: .acquiring)) call-outs")
   }
 
@@ -97,7 +93,7 @@ struct WakeStateStressTests {
       sigaction(SIGURG, &action, nil)
     }
     let workers = try ["ping", "pong"].map { name in
-      try Self.startLoopThread(name: name) { loop in
+      try startLoopThread(name: name) { loop in
         handles.withLock { $0.append(pthread_self()) }
         if disturbance == .readyDescriptor {
           try loop.add(
@@ -145,39 +141,12 @@ struct WakeStateStressTests {
     }
     quiet.store(true, ordering: .relaxed)
     try disturber.join()
-    for worker in workers {
-      worker.cancel()
-      worker.runLoop.stop()
-    }
-    for worker in workers { try worker.join() }
+    for worker in workers { stopLoopThread(worker) }
     if disturbance == .interruptingSignals {
       var action = sigaction()
       action.__sigaction_handler.sa_handler = nil  // SIG_DFL
       sigaction(SIGURG, &action, nil)
     }
     #expect(!stalled, "stalled after \(hops.load(ordering: .relaxed)) hops")
-  }
-
-  /// Starts a thread running its loop in the default mode (kept alive by an idle source),
-  /// with a one-minute timeout, until cancelled; returns once `setUp` ran on it.
-  static func startLoopThread(
-    name: String, setUp: @escaping @Sendable (EventRunLoop) throws -> Void = { _ in }
-  ) throws -> RunLoopThread {
-    let ready = Atomic<Bool>(false)
-    let thread = RunLoopThread(name: name) { thread in
-      let setUpResult = Result {
-        try thread.runLoop.add(CustomInputSource {}, mode: .default)
-        try setUp(thread.runLoop)
-      }
-      // Set even when the setup threw: the caller must not wait for good.
-      ready.store(true, ordering: .releasing)
-      try setUpResult.get()
-      while !thread.isCancelled {
-        _ = try thread.runLoop.run(mode: .default, timeout: .seconds(60))
-      }
-    }
-    try thread.start()
-    while !ready.load(ordering: .acquiring) { usleep(100) }
-    return thread
   }
 }

@@ -44,9 +44,9 @@ struct WakeUpAndPassCacheTests {
   // loop sleeps must still be released at once, with what its call-outs captured (here the
   // write end of a pipe, closed by its owner's deinit, which the reader sees as a hang-up).
   @Test func aSourceRemovedWhileItsLoopSleepsIsReleased() throws {
-    let worker = try RunningWorker(name: "sleeper")
-    defer { worker.stop() }
-    let loop = worker.loop
+    let worker = try startLoopThread(name: "sleeper")
+    defer { stopLoopThread(worker) }
+    let loop = worker.runLoop
     var ends: [Int32] = [0, 0]
     #expect(pipe(&ends) == 0)
     defer { close(ends[0]) }
@@ -98,9 +98,9 @@ struct WakeUpAndPassCacheTests {
   // long as it does not run their modes: a client that queues and cancels work for a mode
   // the loop rarely runs would otherwise grow the queue without bound.
   @Test func cancelledRequestsForAModeTheLoopDoesNotRunAreReleased() throws {
-    let worker = try RunningWorker(name: "runner")
-    defer { worker.stop() }
-    let loop = worker.loop
+    let worker = try startLoopThread(name: "runner")
+    defer { stopLoopThread(worker) }
+    let loop = worker.runLoop
     weak var cancelled: PerformRequest?
     do {
       let request = loop.perform(inModes: ["elsewhere"]) {}
@@ -123,25 +123,5 @@ private final class DescriptorOwner: Sendable {
 
   deinit {
     close(descriptor)
-  }
-}
-
-/// A thread running its loop in the default mode (kept alive by an idle source) until
-/// `stop()`.
-private struct RunningWorker {
-  let thread: RunLoopThread
-  var loop: EventRunLoop { thread.runLoop }
-
-  init(name: String) throws {
-    thread = RunLoopThread(name: name) { thread in
-      try thread.runLoop.add(CustomInputSource {}, mode: .default)
-      try thread.runLoop.run()
-    }
-    try thread.start()
-  }
-
-  func stop() {
-    thread.runLoop.stop()
-    try? thread.join()
   }
 }

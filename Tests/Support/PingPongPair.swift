@@ -32,27 +32,22 @@ public final class PingPongPair: Sendable {
   /// restricts itself to the CPU the caller is running on; a thread that cannot makes this
   /// throw.
   public init(onOneCPU: Bool = false) throws {
-    let ready = DispatchSemaphore(value: 0)
     let cpu = crl_current_cpu()
-    let affinityError = GuardedState<Int32?>(nil)
-    threads = ["ping", "pong"].map { name in
-      RunLoopThread(name: name) { thread in
-        if onOneCPU, cpu < 0 || crl_run_on_cpu(cpu) != 0 {
-          affinityError.withLock { $0 = errno }
-        }
-        try thread.runLoop.add(CustomInputSource {}, mode: .default)
-        ready.signal()
-        while !thread.isCancelled {
-          _ = try thread.runLoop.run(mode: .default, timeout: .seconds(1))
-        }
+    var started: [RunLoopThread] = []
+    do {
+      for name in ["ping", "pong"] {
+        started.append(
+          try startLoopThread(name: name) { _ in
+            if onOneCPU, cpu < 0 || crl_run_on_cpu(cpu) != 0 {
+              throw RunLoopError.systemCall("sched_setaffinity", errno: errno)
+            }
+          })
       }
+    } catch {
+      for thread in started { stopLoopThread(thread) }
+      throw error
     }
-    for thread in threads { try thread.start() }
-    for _ in threads { ready.wait() }
-    if let code = affinityError.withLock({ $0 }) {
-      stop()
-      throw RunLoopError.systemCall("sched_setaffinity", errno: code)
-    }
+    threads = started
   }
 
   /// Sends the ball `count` times round and waits until it is back.
@@ -70,10 +65,6 @@ public final class PingPongPair: Sendable {
 
   /// Cancels both threads, stops their loops and joins them.
   public func stop() {
-    for thread in threads {
-      thread.cancel()
-      thread.runLoop.stop()
-    }
-    for thread in threads { try? thread.join() }
+    for thread in threads { stopLoopThread(thread) }
   }
 }
