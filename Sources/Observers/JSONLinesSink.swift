@@ -4,7 +4,7 @@ import Glibc
 import RunLoopCore
 
 /// The lossless trace sink: one JSON object per line (JSON Lines), schema version
-/// ``TraceRecord/schemaVersion`` (see `Docs/TraceSchema.md` and `Docs/trace-schema.json`).
+/// ``TraceRecord/schemaVersion`` (see `Docs/RunLoopGuide.docc/TraceSchema.md` and `Docs/trace-schema.json`).
 ///
 /// The loop thread only appends each record to an in-memory queue (as a compact event with
 /// no strings in it, when it comes from a ``LoopTracer``); a writer thread builds the records,

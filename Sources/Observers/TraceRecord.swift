@@ -1,5 +1,5 @@
 /// One record of a run-loop trace: an activity the loop reached, a call-out it made, or a
-/// sleep. The JSON Lines sink writes one per line (schema in `Docs/TraceSchema.md` and
+/// sleep. The JSON Lines sink writes one per line (schema in `Docs/RunLoopGuide.docc/TraceSchema.md` and
 /// `Docs/trace-schema.json`); the journald sink sends the same fields prefixed `RUNLOOP_`.
 ///
 /// ```swift
