@@ -19,6 +19,8 @@ trap 'rm -f "$log"' EXIT
 # Every test is a Swift Testing test; XCTest would only add an empty run to the output.
 step "build"
 swift build --build-tests
+step "documentation (DocC; fails on any warning)"
+bash scripts/docs.sh .build/docs
 step "tests"
 swift test --disable-xctest 2>&1 | tee -a "$log"
 step "tests under ThreadSanitizer"

@@ -116,7 +116,9 @@ public enum TraceTimeline {
 
   /// The SVG document.
   ///
-  /// - Parameter width: the drawing's width in pixels.
+  /// - Parameters:
+  ///   - records: the trace, in any order.
+  ///   - width: the drawing's width in pixels.
   ///
   /// ```swift
   /// let svg = TraceTimeline.svg(from: records, width: 1600)

@@ -24,8 +24,8 @@ import RunLoopCore
 /// disconnected.
 ///
 /// Names: a name held by a live server, in this or any process, is refused with
-/// ``RunLoopError/Code/nameInUse``. A socket left by a process that died without cleaning up
-/// is detected (its lock file is free) and reclaimed: ``reclaimedStaleSocket`` tells.
+/// ``RunLoopCore/RunLoopError/Code/nameInUse``. A socket left by a process that died without
+/// cleaning up is detected (its lock file is free) and reclaimed: ``reclaimedStaleSocket`` tells.
 ///
 /// Faults: a frame with a bad magic, version or kind, a payload above ``maxMessageSize``, or a
 /// connection that ends in the middle of a frame is rejected by dropping that connection
@@ -80,7 +80,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// The default cap on open connections: 1024.
   ///
   /// ```swift
-  /// let server = try NamedPortServer(name: "svc", maxConnections: NamedPortServer.defaultMaxConnections / 4) { _ in nil }
+  /// let server = try NamedPortServer(name: "svc", maxConnections:
+  /// NamedPortServer.defaultMaxConnections / 4) { _ in nil }
   /// ```
   public static let defaultMaxConnections = 1024
 
@@ -110,9 +111,10 @@ public final class NamedPortServer: @unchecked Sendable {
   /// }
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidName``, ``RunLoopError/Code/nameInUse``,
-  ///   ``RunLoopError/Code/invalidArgument`` for a maximum (size or connections) below 1,
-  ///   ``RunLoopError/Code/systemCallFailed``.
+  /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidName``,
+  ///   ``RunLoopCore/RunLoopError/Code/nameInUse``,
+  ///   ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a maximum (size or connections) below
+  ///   1, ``/RunLoopCore/RunLoopError/Code/systemCallFailed``.
   public init(
     name: String, registry: PortNameRegistry? = nil,
     maxMessageSize: Int = NamedPortServer.defaultMaxMessageSize,
@@ -216,8 +218,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// try server.add(to: .current, mode: .common)
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidated`` after ``invalidate()``;
-  ///   ``RunLoopError/Code/alreadyInUse`` when the server belongs to another loop.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidated`` after ``invalidate()``;
+  ///   ``/RunLoopCore/RunLoopError/Code/alreadyInUse`` when the server belongs to another loop.
   public func add(to loop: EventRunLoop, mode: LoopMode) throws(RunLoopError) {
     let connections = try state.withLock {
       state throws(RunLoopError) -> [_ServerConnection] in
