@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what is missing, starts journald when
 # none answers, runs every test, runs it again under ThreadSanitizer, builds the benchmark
-# in release mode, fuzzes briefly and checks the formatting. Exits non-zero on the first
-# failure.
+# in release mode, fuzzes briefly, builds the documentation and checks the formatting.
+# Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
