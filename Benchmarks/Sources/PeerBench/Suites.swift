@@ -14,25 +14,6 @@ struct Suite: Sendable {
   let run: @Sendable (BenchOptions, Report) throws -> Void
 }
 
-/// The C peers' work, through CPeers.
-enum CSide {
-  static func emptyPasses(_ peer: Peer, _ passes: Int) -> UInt64 {
-    peers_empty_passes(peer.kind!, passes)
-  }
-
-  static func timerChurn(_ peer: Peer, _ offsets: [Double]) -> UInt64 {
-    offsets.withUnsafeBufferPointer { peers_timer_churn(peer.kind!, $0.baseAddress, $0.count) }
-  }
-
-  static func timerMemory(_ peer: Peer, _ count: Int) -> Double {
-    peers_timer_memory(peer.kind!, count)
-  }
-
-  static func pingPong(_ peer: Peer, _ roundTrips: Int) -> ThreadedSample {
-    ThreadedSample(peers_ping_pong(peer.kind!, roundTrips))
-  }
-}
-
 /// Each side's median of `key` over its samples.
 func medians<Sample>(_ samples: [Peer: [Sample]], _ key: (Sample) -> Double) -> [Peer: Double] {
   samples.mapValues { median($0.map(key)) }
@@ -46,7 +27,7 @@ let allSuites: [Suite] = [
     let samples = try interleaved(rounds: options.rounds, sides: [.ours] + cPeers + [.floor]) {
       side -> Double in
       let nanoseconds =
-        side == .ours ? try OurSide.emptyPasses(passes) : CSide.emptyPasses(side, passes)
+        side == .ours ? try OurSide.emptyPasses(passes) : try CSide.emptyPasses(side, passes)
       return Double(nanoseconds) / Double(passes)
     }
     let values = medians(samples) { $0 }
@@ -70,7 +51,7 @@ let allSuites: [Suite] = [
           switch side {
           case .ours: try OurSide.timerChurn(offsets)
           case .nio: try NIOSide.timerChurn(offsets)
-          default: CSide.timerChurn(side, offsets)
+          default: try CSide.timerChurn(side, offsets)
           }
         return Double(nanoseconds) / Double(count)
       }
@@ -95,7 +76,7 @@ let allSuites: [Suite] = [
       switch side {
       case .ours: try OurSide.timerMemory(count)
       case .nio: try NIOSide.timerMemory(count)
-      default: CSide.timerMemory(side, count)
+      default: try CSide.timerMemory(side, count)
       }
     }
     let values = medians(samples) { $0 }
@@ -121,7 +102,7 @@ let allSuites: [Suite] = [
         switch side {
         case .ours: try OurSide.pingPong(trips)
         case .nio: try NIOSide.pingPong(trips)
-        default: CSide.pingPong(side, trips)
+        default: try CSide.pingPong(side, trips)
         }
       }
       let rates = medians(samples) { Double(trips) / ($0.nanoseconds / 1e9) }

@@ -23,6 +23,11 @@ struct RunLoopPeersCommand: ParsableCommand {
   @Flag(help: "List the suites and exit.")
   var list = false
 
+  @Flag(
+    name: .customLong("c-peers-in-child"),
+    help: "Run each measurement of libuv, sd-event, GLib and the floor in a child process.")
+  var cPeersInChild = false
+
   func run() throws {
     if list {
       for suite in allSuites { print(suite.name) }
@@ -43,6 +48,8 @@ struct RunLoopPeersCommand: ParsableCommand {
     print(
       [Peer.libuv, .sdEvent, .glib, .floor].map { String(cString: peers_version($0.kind!)) }
         .joined(separator: ", ") + ", " + (report.machine["NIO"] ?? "NIO"))
+    CSide.inChild = cPeersInChild
+    report.machine["C peers"] = cPeersInChild ? "a child process per measurement" : "this process"
     let options = BenchOptions(quick: quick)
     let start = nanosNow()
     for suite in allSuites where suites.isEmpty || suites.contains(suite.name) {
@@ -124,4 +131,8 @@ func resolvedVersion(of identity: String) -> String? {
   return nil
 }
 
+// The hidden subcommand of --c-peers-in-child: one measurement of a C peer, in this process.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "measure-c" {
+  exit(CSide.serveChild(Array(CommandLine.arguments.dropFirst(2))))
+}
 RunLoopPeersCommand.main()
