@@ -18,10 +18,12 @@ import RunLoopCore
 /// The handler runs on the loop's thread for each one-way message and request; for a
 /// request, what it returns (or an empty reply for `nil`) goes back to the sender.
 ///
-/// Security: the socket is created mode 0600 in the registry's private directory, and
-/// every connection's peer is checked with `SO_PEERCRED`; a peer whose user id is not in
-/// ``allowedUIDs`` (by default: this process's user) gets a refusal frame and is
-/// disconnected.
+/// Security: every connection's peer is checked with `SO_PEERCRED`; a peer whose user id is
+/// not in ``allowedUIDs`` (by default: this process's user) gets a refusal frame and is
+/// disconnected. The socket is created mode 0600; when ``allowedUIDs`` names other users it
+/// is created 0666 and the registry's directory, if this user owns it, is made searchable
+/// (never readable or writable) by others, so those users can connect and the uid check
+/// decides.
 ///
 /// Names: a name held by a live server, in this or any process, is refused with
 /// ``RunLoopError/Code/nameInUse``. A socket left by a process that died without cleaning up
@@ -55,10 +57,19 @@ public final class NamedPortServer: @unchecked Sendable {
   /// print("accepts up to \(server.maxMessageSize) bytes")
   /// ```
   public let maxMessageSize: Int
-  /// The user ids allowed to connect.
+  /// The user ids allowed to connect. Naming another user makes the socket mode 0666 and
+  /// the registry directory searchable by others (if this user owns it); the directory's
+  /// parents must let that user search too, so use a registry they can reach rather than
+  /// the per-user default under `$XDG_RUNTIME_DIR`. That user's ``NamedPort`` must trust
+  /// this server's uid (`trustedUIDs`).
   ///
   /// ```swift
-  /// let shared = try NamedPortServer(name: "svc", allowedUIDs: [getuid(), 1001]) { _ in nil }
+  /// // Server, as uid 1000; /srv/svc is searchable by uid 1001:
+  /// let registry = try PortNameRegistry(directory: "/srv/svc/ports")
+  /// let shared = try NamedPortServer(
+  ///   name: "svc", registry: registry, allowedUIDs: [getuid(), 1001]) { _ in nil }
+  /// // Client, as uid 1001:
+  /// let port = try NamedPort(name: "svc", registry: registry, trustedUIDs: [1000])
   /// ```
   public let allowedUIDs: Set<uid_t>
   /// Whether registering found a stale socket of a dead server and replaced it.
@@ -205,9 +216,8 @@ public final class NamedPortServer: @unchecked Sendable {
     let chosenRegistry: PortNameRegistry
     if let registry { chosenRegistry = registry } else { chosenRegistry = try .standard() }
     let registry = chosenRegistry
-    let lockPath = registry.lockPath(for: name)
-    let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-    guard lock >= 0 else { throw .systemCall("open(\(lockPath))", errno: errno) }
+    let allowed = allowedUIDs ?? [getuid()]
+    let lock = try Self.openLockFile(registry.lockPath(for: name))
     guard Self.takeLock(lock) else {
       let code = errno
       close(lock)
@@ -215,14 +225,18 @@ public final class NamedPortServer: @unchecked Sendable {
         throw .nameInUse(
           "port name '\(name)' is registered by a live port in \(registry.directory)")
       }
-      throw .systemCall("flock(\(lockPath))", errno: code)
+      throw .systemCall("flock(\(registry.lockPath(for: name)))", errno: code)
     }
     // We hold the lock: any socket at the path belongs to a server that is gone.
     let path = registry.socketPath(for: name)
     let stale = unlink(path) == 0
     let descriptor: Int32
     do throws(RunLoopError) {
-      descriptor = try Self.listen(at: path)
+      // Other users reach the socket only if they may write it and search its directory;
+      // SO_PEERCRED still decides who is served.
+      let others = !allowed.isSubset(of: [geteuid()])
+      if others { registry.letOthersSearch() }
+      descriptor = try Self.listen(at: path, mode: others ? 0o666 : 0o600)
     } catch {
       close(lock)
       throw error
@@ -234,7 +248,7 @@ public final class NamedPortServer: @unchecked Sendable {
     self.idleTimeout = idleTimeout
     self.frameTimeout = frameTimeout
     self.maxBufferedBytes = bufferCap
-    self.allowedUIDs = allowedUIDs ?? [getuid()]
+    self.allowedUIDs = allowed
     self.reclaimedStaleSocket = stale
     self.handler = handler
     self.listenDescriptor = descriptor
@@ -249,6 +263,34 @@ public final class NamedPortServer: @unchecked Sendable {
       sweep: { [weak self] now in self?.closeExpiredConnections(now: now) })
   }
 
+  /// Opens the name's lock file, creating it, without following a symbolic link and only if
+  /// it is a regular file of this user: in a directory others can write, a link they plant
+  /// would make the server create or lock a file of their choosing, and a lock file they own
+  /// would let them hold the name.
+  private static func openLockFile(_ path: String) throws(RunLoopError) -> Int32 {
+    let lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+    guard lock >= 0 else {
+      let code = errno
+      if code == ELOOP {
+        throw .invalidState("lock file \(path) is a symbolic link; it is not followed")
+      }
+      throw .systemCall("open(\(path))", errno: code)
+    }
+    var info = stat()
+    guard fstat(lock, &info) == 0 else {
+      let code = errno
+      close(lock)
+      throw .systemCall("fstat(\(path))", errno: code)
+    }
+    guard info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid() else {
+      close(lock)
+      throw .invalidState(
+        "lock file \(path) is owned by uid \(info.st_uid) or not a regular file; only a"
+          + " regular file of uid \(geteuid()) is used")
+    }
+    return lock
+  }
+
   /// Takes the name's lock. ``PortNameRegistry/isRegistered(_:)`` holds it shared for an
   /// instant, so a failure is retried for about 10 ms before the name counts as taken by a
   /// live server (which holds it for its whole life).
@@ -261,11 +303,11 @@ public final class NamedPortServer: @unchecked Sendable {
     return false
   }
 
-  private static func listen(at path: String) throws(RunLoopError) -> Int32 {
+  private static func listen(at path: String, mode: mode_t) throws(RunLoopError) -> Int32 {
     let descriptor = try _SocketCalls.socket(domain: AF_UNIX, type: Int32(SOCK_STREAM.rawValue))
     do throws(RunLoopError) {
       try _SocketCalls.bind(descriptor, path: path)
-      chmod(path, 0o600)
+      guard chmod(path, mode) == 0 else { throw .systemCall("chmod(\(path))", errno: errno) }
       guard Glibc.listen(descriptor, 128) == 0 else { throw .systemCall("listen", errno: errno) }
     } catch {
       close(descriptor)
