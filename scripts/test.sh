@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what is missing, starts journald when
 # none answers, runs every test, runs it again under ThreadSanitizer, builds the benchmark
-# in release mode and checks the formatting. Exits non-zero on the first failure.
+# in release mode, fuzzes briefly and checks the formatting. Exits non-zero on the first
+# failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,13 +28,17 @@ if grep -q "WARNING: ThreadSanitizer" "$log"; then
   exit 1
 fi
 
+# A short run of every libFuzzer target (scripts/fuzz.sh runs them for longer by hand).
+step "fuzz (20 s a target)"
+bash scripts/fuzz.sh 20
+
 if grep -q '"runloop-bench"' Package.swift; then
   step "benchmark build (release)"
   swift build -c release --product runloop-bench
 fi
 
 step "format"
-lint=$(swift format lint --strict --recursive Sources Tests Docs/Snippets Package.swift 2>&1)
+lint=$(swift format lint --strict --recursive Sources Tests Docs/Snippets fuzz Package.swift 2>&1)
 if [ -n "$lint" ]; then
   echo "$lint"
   exit 1
