@@ -148,7 +148,8 @@ public final class NamedPortServer: @unchecked Sendable {
 
   /// How long a frame may take from its first byte to its last. Past it, the client gets a
   /// `timedOut` failure frame and the connection is dropped
-  /// (``NamedPortStatistics/framesTimedOut``).
+  /// (``NamedPortStatistics/framesTimedOut``). Bytes already waiting in the socket (the loop
+  /// was busy) are read before either deadline is applied.
   ///
   /// ```swift
   /// print("a frame must arrive within \(server.frameTimeout)")
@@ -546,26 +547,25 @@ public final class NamedPortServer: @unchecked Sendable {
     for connection in connections where connection.source.isValid {
       if connection.deadline <= now {
         let descriptor = connection.source.fileDescriptor
+        if _SocketCalls.hasInput(descriptor) {
+          // Bytes that arrived while the loop was busy (a slow handler) are not the client's
+          // fault: the read call-out takes them first, and the next sweep looks again.
+          earliest = now
+          continue
+        }
         if connection.reader.isBetweenFrames {
-          // Bytes already waiting are a message starting: the read call-out takes them.
-          if _SocketCalls.hasInput(descriptor) {
-            connection.deadline = now + frameTimeout
-          } else {
-            state.withLock { $0.statistics.connectionsClosedIdle += 1 }
-            sendFailure(
-              "\(Self.idleNoticeCode): port '\(name)' closes connections idle for \(idleTimeout)",
-              to: descriptor)
-            drop(connection, rejected: false)
-            continue
-          }
+          state.withLock { $0.statistics.connectionsClosedIdle += 1 }
+          sendFailure(
+            "\(Self.idleNoticeCode): port '\(name)' closes connections idle for \(idleTimeout)",
+            to: descriptor)
         } else {
           state.withLock { $0.statistics.framesTimedOut += 1 }
           sendFailure(
             "timedOut: port '\(name)' did not receive the whole frame within \(frameTimeout)",
             to: descriptor)
-          drop(connection, rejected: false)
-          continue
         }
+        drop(connection, rejected: false)
+        continue
       }
       earliest = min(earliest ?? connection.deadline, connection.deadline)
     }
