@@ -17,8 +17,9 @@ import RunLoopCore
 /// Calls block the calling thread (as `CFMessagePortSendRequest` does) and never longer than
 /// their timeouts; calls from several threads on one port are served one at a time, and a
 /// call waiting for another thread's call to finish gives up with
-/// ``RunLoopError/Code/timedOut`` at its own (send) deadline. A call that times out, or finds the peer gone, closes the connection; the next call connects
-/// again, so a restarted server is found.
+/// ``/RunLoopCore/RunLoopError/Code/timedOut`` at its own (send) deadline. A call that times out,
+/// or finds the peer gone, closes the connection; the next call connects again, so a restarted
+/// server is found.
 ///
 /// The server is checked too: by default only a server running as this user or as root is
 /// trusted (`SO_PEERCRED`), so another user cannot impersonate a name.
@@ -69,9 +70,10 @@ public final class NamedPort: @unchecked Sendable {
   /// let worker = try NamedPort(name: "com.example.worker-7", connectTimeout: .seconds(1))
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/nameNotFound`` when no live server has the name (no
-  ///   socket, or a stale one); ``RunLoopError/Code/peerRefused`` when the server runs as an
-  ///   untrusted user; ``RunLoopError/Code/invalidName``; ``RunLoopError/Code/timedOut``.
+  /// - Throws: ``RunLoopCore/RunLoopError/Code/nameNotFound`` when no live server has the name (no
+  ///   socket, or a stale one); ``RunLoopCore/RunLoopError/Code/peerRefused`` when the server runs
+  ///   as an untrusted user; ``RunLoopCore/RunLoopError/Code/invalidName``;
+  ///   ``/RunLoopCore/RunLoopError/Code/timedOut``.
   public init(
     name: String, registry: PortNameRegistry? = nil,
     maxMessageSize: Int = NamedPortServer.defaultMaxMessageSize,
@@ -112,10 +114,11 @@ public final class NamedPort: @unchecked Sendable {
   /// try port.send(msgid: 100, data: Array(myName.utf8), timeout: .seconds(1))
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/messageTooLarge``, ``RunLoopError/Code/timedOut`` (the
-  ///   server does not read), ``RunLoopError/Code/peerClosed``,
-  ///   ``RunLoopError/Code/nameNotFound`` (reconnecting found no server),
-  ///   ``RunLoopError/Code/invalidated``, or the server's own refusal code.
+  /// - Throws: ``RunLoopCore/RunLoopError/Code/messageTooLarge``,
+  ///   ``/RunLoopCore/RunLoopError/Code/timedOut`` (the server does not read),
+  ///   ``RunLoopCore/RunLoopError/Code/peerClosed``, ``RunLoopCore/RunLoopError/Code/nameNotFound``
+  ///   (reconnecting found no server), ``/RunLoopCore/RunLoopError/Code/invalidated``, or the
+  ///   server's own refusal code.
   public func send(msgid: Int32, data: [UInt8] = [], timeout: Duration = .seconds(1))
     throws(RunLoopError)
   {
@@ -140,11 +143,12 @@ public final class NamedPort: @unchecked Sendable {
   ///                              receiveTimeout: .seconds(5))
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/timedOut`` when the request cannot be written within
-  ///   `sendTimeout` or no reply comes within `receiveTimeout`;
-  ///   ``RunLoopError/Code/peerClosed`` when the server goes away (dies) before replying,
-  ///   as soon as that happens; ``RunLoopError/Code/messageTooLarge``; the server's refusal
-  ///   (``RunLoopError/Code/peerRefused``...); ``RunLoopError/Code/invalidated``.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/timedOut`` when the request cannot be written
+  ///   within `sendTimeout` or no reply comes within `receiveTimeout`;
+  ///   ``RunLoopCore/RunLoopError/Code/peerClosed`` when the server goes away (dies) before
+  ///   replying, as soon as that happens; ``RunLoopCore/RunLoopError/Code/messageTooLarge``; the
+  ///   server's refusal (``RunLoopCore/RunLoopError/Code/peerRefused``...);
+  ///   ``/RunLoopCore/RunLoopError/Code/invalidated``.
   public func request(
     msgid: Int32, data: [UInt8] = [], sendTimeout: Duration = .seconds(1),
     receiveTimeout: Duration = .seconds(5)
@@ -165,8 +169,8 @@ public final class NamedPort: @unchecked Sendable {
     }
   }
 
-  /// Closes the connection; later calls throw ``RunLoopError/Code/invalidated``. A call in
-  /// progress on another thread finishes (within its timeouts) first.
+  /// Closes the connection; later calls throw ``/RunLoopCore/RunLoopError/Code/invalidated``. A
+  /// call in progress on another thread finishes (within its timeouts) first.
   ///
   /// ```swift
   /// port.invalidate()

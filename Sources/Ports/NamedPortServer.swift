@@ -26,8 +26,8 @@ import RunLoopCore
 /// decides.
 ///
 /// Names: a name held by a live server, in this or any process, is refused with
-/// ``RunLoopError/Code/nameInUse``. A socket left by a process that died without cleaning up
-/// is detected (its lock file is free) and reclaimed: ``reclaimedStaleSocket`` tells.
+/// ``RunLoopCore/RunLoopError/Code/nameInUse``. A socket left by a process that died without
+/// cleaning up is detected (its lock file is free) and reclaimed: ``reclaimedStaleSocket`` tells.
 ///
 /// Faults: a frame with a bad magic, version or kind, a payload above ``maxMessageSize``, or a
 /// connection that ends in the middle of a frame is rejected by dropping that connection
@@ -101,7 +101,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// The default cap on open connections: 1024.
   ///
   /// ```swift
-  /// let server = try NamedPortServer(name: "svc", maxConnections: NamedPortServer.defaultMaxConnections / 4) { _ in nil }
+  /// let server = try NamedPortServer(name: "svc", maxConnections:
+  /// NamedPortServer.defaultMaxConnections / 4) { _ in nil }
   /// ```
   public static let defaultMaxConnections = 1024
 
@@ -187,10 +188,11 @@ public final class NamedPortServer: @unchecked Sendable {
   /// }
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidName``, ``RunLoopError/Code/nameInUse``,
-  ///   ``RunLoopError/Code/invalidArgument`` for a maximum (size or connections) below 1, a
-  ///   deadline that is not positive, or a buffer cap below one largest frame;
-  ///   ``RunLoopError/Code/systemCallFailed``.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidName``,
+  ///   ``/RunLoopCore/RunLoopError/Code/nameInUse``,
+  ///   ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a maximum (size or connections)
+  ///   below 1, a deadline that is not positive, or a buffer cap below one largest frame;
+  ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed``.
   public init(
     name: String, registry: PortNameRegistry? = nil,
     maxMessageSize: Int = NamedPortServer.defaultMaxMessageSize,
@@ -345,8 +347,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// try server.add(to: .current, mode: .common)
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidated`` after ``invalidate()``;
-  ///   ``RunLoopError/Code/alreadyInUse`` when the server belongs to another loop.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidated`` after ``invalidate()``;
+  ///   ``/RunLoopCore/RunLoopError/Code/alreadyInUse`` when the server belongs to another loop.
   public func add(to loop: EventRunLoop, mode: LoopMode) throws(RunLoopError) {
     let connections = try state.withLock {
       state throws(RunLoopError) -> [_ServerConnection] in

@@ -46,9 +46,9 @@ public struct PortNameRegistry: Sendable, Hashable {
   /// let registry = try PortNameRegistry.standard()
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidState`` when the directory exists but is not
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidState`` when the directory exists but is not
   ///   private to the user (another owner, group or world access, a symbolic link);
-  ///   ``RunLoopError/Code/systemCallFailed`` when it cannot be created.
+  ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when it cannot be created.
   public static func standard() throws(RunLoopError) -> PortNameRegistry {
     let base: String
     if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty {
@@ -69,9 +69,9 @@ public struct PortNameRegistry: Sendable, Hashable {
   /// let registry = try PortNameRegistry(directory: "/run/user/1000/my-app")
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidArgument`` for a path that is not a directory or
-  ///   too long for socket addresses; ``RunLoopError/Code/systemCallFailed`` when it cannot
-  ///   be created.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a path that is not a
+  ///   directory or too long for socket addresses;
+  ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when it cannot be created.
   public init(directory: String) throws(RunLoopError) {
     // sun_path holds 108 bytes with the terminating 0; leave room for "/", a name and
     // ".sock".
