@@ -188,8 +188,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// }
   /// ```
   ///
-  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidName``,
-  ///   ``/RunLoopCore/RunLoopError/Code/nameInUse``,
+  /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidName``,
+  ///   ``RunLoopCore/RunLoopError/Code/nameInUse``,
   ///   ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a maximum (size or connections)
   ///   below 1, a deadline that is not positive, or a buffer cap below one largest frame;
   ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed``.
