@@ -118,14 +118,16 @@ public final class NamedPortServer: @unchecked Sendable {
   /// The default idle deadline: 30 s.
   ///
   /// ```swift
-  /// let patient = try NamedPortServer(name: "svc", idleTimeout: NamedPortServer.defaultIdleTimeout * 4) { _ in nil }
+  /// let patient = try NamedPortServer(
+  ///   name: "svc", idleTimeout: NamedPortServer.defaultIdleTimeout * 4) { _ in nil }
   /// ```
   public static let defaultIdleTimeout: Duration = .seconds(30)
 
   /// The default frame deadline: 5 s.
   ///
   /// ```swift
-  /// let strict = try NamedPortServer(name: "svc", frameTimeout: NamedPortServer.defaultFrameTimeout / 5) { _ in nil }
+  /// let strict = try NamedPortServer(
+  ///   name: "svc", frameTimeout: NamedPortServer.defaultFrameTimeout / 5) { _ in nil }
   /// ```
   public static let defaultFrameTimeout: Duration = .seconds(5)
 
@@ -133,7 +135,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// ``maxMessageSize`` is larger).
   ///
   /// ```swift
-  /// let lean = try NamedPortServer(name: "svc", maxBufferedBytes: NamedPortServer.defaultMaxBufferedBytes / 8) { _ in nil }
+  /// let lean = try NamedPortServer(
+  ///   name: "svc", maxBufferedBytes: NamedPortServer.defaultMaxBufferedBytes / 8) { _ in nil }
   /// ```
   public static let defaultMaxBufferedBytes = 64 << 20
 
