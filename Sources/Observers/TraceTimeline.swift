@@ -78,40 +78,9 @@ public enum TraceTimeline {
   /// let sleeping = TraceTimeline.spans(from: records).filter { $0.state == .sleeping }
   /// ```
   public static func spans(from records: [TraceRecord]) -> [Span] {
-    var spans: [Span] = []
-    var runStart: [Int32: Int64] = [:]
-    var last: [Int32: Int64] = [:]
-    for record in records {
-      last[record.tid] = max(last[record.tid] ?? 0, record.endTimestamp)
-      switch record.record {
-      case .activity where record.activity == "entry" && record.depth == 1:
-        runStart[record.tid] = record.timestamp
-      case .activity where record.activity == "exit" && record.depth == 1:
-        let start = runStart.removeValue(forKey: record.tid) ?? record.timestamp
-        spans.append(
-          Span(tid: record.tid, state: .waking, start: start, end: record.timestamp, label: "run"))
-      case .activity:
-        break
-      case .callout:
-        spans.append(
-          Span(
-            tid: record.tid, state: .working, start: record.timestamp, end: record.endTimestamp,
-            label: "\(record.calloutKind ?? ""): \(record.calloutName ?? "")"))
-      case .sleep:
-        spans.append(
-          Span(
-            tid: record.tid, state: .sleeping, start: record.timestamp,
-            end: record.endTimestamp, label: "sleep"))
-      }
-    }
-    for (tid, start) in runStart {
-      spans.append(
-        Span(tid: tid, state: .waking, start: start, end: last[tid] ?? start, label: "run"))
-    }
-    // Runs first, so that sleeps and call-outs are drawn over them.
-    return spans.sorted {
-      ($0.state == .waking ? 0 : 1, $0.start) < ($1.state == .waking ? 0 : 1, $1.start)
-    }
+    var builder = Builder()
+    for record in records { builder.add(record) }
+    return builder.spans
   }
 
   /// The SVG document.
@@ -122,70 +91,156 @@ public enum TraceTimeline {
   /// let svg = TraceTimeline.svg(from: records, width: 1600)
   /// ```
   public static func svg(from records: [TraceRecord], width: Int = 1200) -> String {
-    let spans = spans(from: records)
-    var threads: [(tid: Int32, name: String)] = []
-    for record in records where !threads.contains(where: { $0.tid == record.tid }) {
-      threads.append((record.tid, "\(record.thread) (tid \(record.tid), loop \(record.loop))"))
-    }
-    let start = records.map(\.timestamp).min() ?? 0
-    let end = max(records.map(\.endTimestamp).max() ?? 0, start.saturatingAdding(1))
-    let labelWidth = 260.0
-    let plotWidth = Double(max(width, 400)) - labelWidth - 20
-    let rowHeight = 28.0
-    let top = 40.0
-    let height = top + rowHeight * Double(max(threads.count, 1)) + 50
-    // Differences in Double: a damaged log's times may span more than Int64 holds.
-    let scale = plotWidth / (Double(end) - Double(start))
-    func x(_ time: Int64) -> Double { labelWidth + (Double(time) - Double(start)) * scale }
+    var builder = Builder()
+    for record in records { builder.add(record) }
+    return builder.svg(width: width)
+  }
 
-    var svg = """
-      <?xml version="1.0" encoding="UTF-8"?>
-      <svg xmlns="http://www.w3.org/2000/svg" width="\(max(width, 400))" height="\(Int(height))" \
-      font-family="monospace" font-size="11">
-      <title>Run-loop timeline</title>
-      <rect x="0" y="0" width="100%" height="100%" fill="white"/>
+  /// Builds a timeline as a trace is read, keeping the spans and the threads but not the
+  /// records: memory grows with the spans (one per sleep, call-out and run, about a third
+  /// of the records), not with the whole log. `runloop-demo trace timeline` uses it.
+  ///
+  /// ```swift
+  /// var builder = TraceTimeline.Builder()
+  /// let reader = try TraceLogReader(path: "trace.jsonl")
+  /// while let record = try reader.next() { builder.add(record) }
+  /// let svg = builder.svg(width: 1600)
+  /// ```
+  public struct Builder: Sendable {
+    private var collected: [Span] = []
+    private var runStart: [Int32: Int64] = [:]
+    private var last: [Int32: Int64] = [:]
+    private var threads: [(tid: Int32, name: String)] = []
+    private var seenThreads = Set<Int32>()
+    private var start: Int64?
+    private var end: Int64?
 
-      """
-    let legend: [(String, String)] = [
-      ("sleeping", color(.sleeping)), ("waking", color(.waking)), ("working", color(.working)),
-    ]
-    for (index, item) in legend.enumerated() {
-      let lx = labelWidth + Double(index) * 110
-      svg += "<rect x=\"\(fmt(lx))\" y=\"10\" width=\"12\" height=\"12\" fill=\"\(item.1)\"/>"
-      svg += "<text x=\"\(fmt(lx + 16))\" y=\"20\">\(item.0)</text>\n"
-    }
-    for (row, thread) in threads.enumerated() {
-      let y = top + Double(row) * rowHeight
-      svg += "<text x=\"4\" y=\"\(fmt(y + 17))\">\(escape(thread.name))</text>\n"
-      svg += "<line x1=\"\(fmt(labelWidth))\" y1=\"\(fmt(y + rowHeight - 2))\" "
-      svg +=
-        "x2=\"\(fmt(labelWidth + plotWidth))\" y2=\"\(fmt(y + rowHeight - 2))\" stroke=\"#ddd\"/>\n"
-      for span in spans where span.tid == thread.tid {
-        let inset = span.state == .waking ? 6.0 : 2.0
-        let spanWidth = max(0.5, (Double(span.end) - Double(span.start)) * scale)
-        svg += "<rect class=\"\(span.state.rawValue)\" x=\"\(fmt(x(span.start)))\" "
-        svg += "y=\"\(fmt(y + inset))\" width=\"\(fmt(spanWidth))\" "
-        svg += "height=\"\(fmt(rowHeight - 2 * inset - 2))\" fill=\"\(color(span.state))\">"
-        svg +=
-          "<title>\(escape(span.label)) \(fmt((Double(span.end) - Double(span.start)) / 1e6)) ms</title>"
-        svg += "</rect>\n"
+    /// Creates an empty builder.
+    ///
+    /// ```swift
+    /// var builder = TraceTimeline.Builder()
+    /// ```
+    public init() {}
+
+    /// Adds one record.
+    ///
+    /// ```swift
+    /// builder.add(record)
+    /// ```
+    public mutating func add(_ record: TraceRecord) {
+      if seenThreads.insert(record.tid).inserted {
+        threads.append((record.tid, "\(record.thread) (tid \(record.tid), loop \(record.loop))"))
+      }
+      start = min(start ?? record.timestamp, record.timestamp)
+      end = max(end ?? record.endTimestamp, record.endTimestamp)
+      last[record.tid] = max(last[record.tid] ?? 0, record.endTimestamp)
+      switch record.record {
+      case .activity where record.activity == "entry" && record.depth == 1:
+        runStart[record.tid] = record.timestamp
+      case .activity where record.activity == "exit" && record.depth == 1:
+        let start = runStart.removeValue(forKey: record.tid) ?? record.timestamp
+        collected.append(
+          Span(tid: record.tid, state: .waking, start: start, end: record.timestamp, label: "run"))
+      case .activity:
+        break
+      case .callout:
+        collected.append(
+          Span(
+            tid: record.tid, state: .working, start: record.timestamp, end: record.endTimestamp,
+            label: "\(record.calloutKind ?? ""): \(record.calloutName ?? "")"))
+      case .sleep:
+        collected.append(
+          Span(
+            tid: record.tid, state: .sleeping, start: record.timestamp,
+            end: record.endTimestamp, label: "sleep"))
       }
     }
-    // A time axis with about ten ticks.
-    let axisY = top + rowHeight * Double(max(threads.count, 1)) + 10
-    let totalMilliseconds = (Double(end) - Double(start)) / 1e6
-    let step = niceStep(totalMilliseconds / 10)
-    var tick = 0.0
-    while tick <= totalMilliseconds {
-      let tx = labelWidth + tick * 1e6 * scale
-      svg += "<line x1=\"\(fmt(tx))\" y1=\"\(fmt(axisY))\" x2=\"\(fmt(tx))\" "
-      svg += "y2=\"\(fmt(axisY + 5))\" stroke=\"black\"/>"
-      svg += "<text x=\"\(fmt(tx))\" y=\"\(fmt(axisY + 18))\" text-anchor=\"middle\">"
-      svg += "\(fmt(tick)) ms</text>\n"
-      tick += step
+
+    /// The spans so far, runs still open ending at their thread's last record; runs first,
+    /// so that sleeps and call-outs are drawn over them.
+    ///
+    /// ```swift
+    /// let count = builder.spans.count
+    /// ```
+    public var spans: [Span] {
+      var spans = collected
+      for (tid, start) in runStart {
+        spans.append(
+          Span(tid: tid, state: .waking, start: start, end: last[tid] ?? start, label: "run"))
+      }
+      return spans.sorted {
+        ($0.state == .waking ? 0 : 1, $0.start) < ($1.state == .waking ? 0 : 1, $1.start)
+      }
     }
-    svg += "</svg>\n"
-    return svg
+
+    /// The SVG document.
+    ///
+    /// ```swift
+    /// let svg = builder.svg(width: 1200)
+    /// ```
+    public func svg(width: Int = 1200) -> String {
+      let spans = self.spans
+      let threads = self.threads
+      let start = self.start ?? 0
+      let end = Swift.max(self.end ?? 0, start.saturatingAdding(1))
+      let labelWidth = 260.0
+      let plotWidth = Double(max(width, 400)) - labelWidth - 20
+      let rowHeight = 28.0
+      let top = 40.0
+      let height = top + rowHeight * Double(max(threads.count, 1)) + 50
+      // Differences in Double: a damaged log's times may span more than Int64 holds.
+      let scale = plotWidth / (Double(end) - Double(start))
+      func x(_ time: Int64) -> Double { labelWidth + (Double(time) - Double(start)) * scale }
+
+      var svg = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <svg xmlns="http://www.w3.org/2000/svg" width="\(max(width, 400))" height="\(Int(height))" \
+        font-family="monospace" font-size="11">
+        <title>Run-loop timeline</title>
+        <rect x="0" y="0" width="100%" height="100%" fill="white"/>
+
+        """
+      let legend: [(String, String)] = [
+        ("sleeping", color(.sleeping)), ("waking", color(.waking)), ("working", color(.working)),
+      ]
+      for (index, item) in legend.enumerated() {
+        let lx = labelWidth + Double(index) * 110
+        svg += "<rect x=\"\(fmt(lx))\" y=\"10\" width=\"12\" height=\"12\" fill=\"\(item.1)\"/>"
+        svg += "<text x=\"\(fmt(lx + 16))\" y=\"20\">\(item.0)</text>\n"
+      }
+      for (row, thread) in threads.enumerated() {
+        let y = top + Double(row) * rowHeight
+        svg += "<text x=\"4\" y=\"\(fmt(y + 17))\">\(escape(thread.name))</text>\n"
+        svg += "<line x1=\"\(fmt(labelWidth))\" y1=\"\(fmt(y + rowHeight - 2))\" "
+        svg +=
+          "x2=\"\(fmt(labelWidth + plotWidth))\" y2=\"\(fmt(y + rowHeight - 2))\" stroke=\"#ddd\"/>\n"
+        for span in spans where span.tid == thread.tid {
+          let inset = span.state == .waking ? 6.0 : 2.0
+          let spanWidth = max(0.5, (Double(span.end) - Double(span.start)) * scale)
+          svg += "<rect class=\"\(span.state.rawValue)\" x=\"\(fmt(x(span.start)))\" "
+          svg += "y=\"\(fmt(y + inset))\" width=\"\(fmt(spanWidth))\" "
+          svg += "height=\"\(fmt(rowHeight - 2 * inset - 2))\" fill=\"\(color(span.state))\">"
+          svg +=
+            "<title>\(escape(span.label)) \(fmt((Double(span.end) - Double(span.start)) / 1e6)) ms</title>"
+          svg += "</rect>\n"
+        }
+      }
+      // A time axis with about ten ticks.
+      let axisY = top + rowHeight * Double(max(threads.count, 1)) + 10
+      let totalMilliseconds = (Double(end) - Double(start)) / 1e6
+      let step = niceStep(totalMilliseconds / 10)
+      var tick = 0.0
+      while tick <= totalMilliseconds {
+        let tx = labelWidth + tick * 1e6 * scale
+        svg += "<line x1=\"\(fmt(tx))\" y1=\"\(fmt(axisY))\" x2=\"\(fmt(tx))\" "
+        svg += "y2=\"\(fmt(axisY + 5))\" stroke=\"black\"/>"
+        svg += "<text x=\"\(fmt(tx))\" y=\"\(fmt(axisY + 18))\" text-anchor=\"middle\">"
+        svg += "\(fmt(tick)) ms</text>\n"
+        tick += step
+      }
+      svg += "</svg>\n"
+      return svg
+    }
   }
 
   static func color(_ state: Span.State) -> String {
