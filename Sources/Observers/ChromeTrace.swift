@@ -35,7 +35,7 @@ public enum ChromeTrace {
   /// threads' names and their open runs are kept). Bad lines are skipped (the reader
   /// counts them). Returns how many events it wrote.
   ///
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/systemCallFailed`` when reading the trace or
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when reading the trace or
   ///   writing the file fails, with that call's `errno`.
   ///
   /// ```swift
@@ -88,7 +88,7 @@ public enum ChromeTrace {
 
   /// The whole Chrome Trace Event JSON document (`{"traceEvents": [...]}`).
   ///
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidArgument`` if serialisation fails
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` if serialisation fails
   ///   (it does not for records read by ``TraceLog``).
   ///
   /// ```swift

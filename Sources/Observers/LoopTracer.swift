@@ -208,6 +208,9 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// loop.addInstrument(tracer)  // the loop calls this on its thread
   /// ```
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
+    if _loopContextPublished.load(ordering: .relaxed) {
+      _LoopContextSlot.forCurrentThread.reach(activity, run: runID, info)
+    }
     var event = makeEvent(.activity, loop, info, timestamp: _TraceClock.monotonicNow())
     event.activity = activity.rawValue
     send(&event, mode: info.mode.name)
@@ -220,6 +223,9 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// ```
   public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
   {
+    if _loopContextPublished.load(ordering: .relaxed) {
+      _LoopContextSlot.existing?.endCallout()
+    }
     var event = makeEvent(
       .callout, loop, info, timestamp: _TraceClock.nanoseconds(of: callout.start))
     event.duration = _TraceClock.nanoseconds(callout.duration)

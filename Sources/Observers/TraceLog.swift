@@ -10,7 +10,7 @@ import RunLoopCore
 public enum TraceLog {
   /// Parses JSON Lines text; blank lines are skipped.
   ///
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidArgument`` naming the first line that
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` naming the first line that
   ///   is not a record of a known schema version.
   ///
   /// ```swift
@@ -41,8 +41,8 @@ public enum TraceLog {
   /// error. The trace tools use ``TraceLogReader`` instead, which streams and skips bad
   /// lines.
   ///
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/systemCallFailed`` when the file cannot be read
-  ///   (with the failing call's `errno`), ``RunLoopCore/RunLoopError/Code/invalidArgument``
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when the file cannot be read
+  ///   (with the failing call's `errno`), ``/RunLoopCore/RunLoopError/Code/invalidArgument``
   ///   for a malformed line.
   ///
   /// ```swift

@@ -92,7 +92,7 @@ public final class TraceLogReader {
 
   /// Opens the file at `path`.
   ///
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/systemCallFailed`` with the `errno` of the
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` with the `errno` of the
   ///   failed call (`ENOENT`, `EACCES`, `EISDIR` for a directory, ...).
   ///
   /// ```swift
@@ -135,7 +135,7 @@ public final class TraceLogReader {
 
   /// The next record, skipping (and counting) bad lines; `nil` at the end.
   ///
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/systemCallFailed`` when reading fails, with
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when reading fails, with
   ///   that read's `errno`.
   ///
   /// ```swift

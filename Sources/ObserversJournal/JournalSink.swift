@@ -3,7 +3,7 @@ import Glibc
 import RunLoopCore
 import RunLoopObservers
 
-/// A trace sink that sends every ``RunLoopObservers/TraceRecord`` to the systemd journal
+/// A trace sink that sends every ``/RunLoopObservers/TraceRecord`` to the systemd journal
 /// through libsystemd's `sd_journal_sendv`, on a writer thread.
 ///
 /// Each record becomes one journal entry whose fields are the JSON keys in upper case with
@@ -115,11 +115,12 @@ public final class JournalSink: TraceSink, _TraceEventSink, @unchecked Sendable 
   ///     characters).
   ///   - rateLimit: the sink's own limit, kept under journald's (``RateLimit``); `nil` for
   ///     none (when journald's limit is raised or off).
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidArgument`` for an extra field name
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for an extra field name
   ///   journald would refuse, or a rate limit with no burst or no interval.
   ///
   /// ```swift
-  /// let sink = try JournalSink(identifier: "worker", capacity: 4096, extraFields: ["RUNLOOP_TEST": "1"])
+  /// let sink = try JournalSink(identifier: "worker", capacity: 4096, extraFields: ["RUNLOOP_TEST":
+  /// "1"])
   /// ```
   public init(
     identifier: String = "runloop", destination: Destination = .systemJournal,
