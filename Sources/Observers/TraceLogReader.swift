@@ -1,6 +1,9 @@
 import Foundation
 import Glibc
-import RunLoopCore
+
+#if canImport(RunLoopCore)
+  import RunLoopCore
+#endif
 
 /// Reads a JSON Lines trace one record at a time, in bounded memory, skipping the lines
 /// that are not records and counting them: what the trace tools use, so that a log of any
