@@ -40,7 +40,8 @@ if grep -q '"runloop-bench"' Package.swift; then
 fi
 
 step "format"
-lint=$(swift format lint --strict --recursive Sources Tests Docs/Snippets fuzz Package.swift 2>&1)
+lint=$(swift format lint --strict --recursive Sources Tests Docs/Snippets Docs/Tutorial \
+  Docs/RunLoopGuide.docc/Resources/Tutorial fuzz Package.swift 2>&1)
 if [ -n "$lint" ]; then
   echo "$lint"
   exit 1
