@@ -12,6 +12,7 @@ let package = Package(
     .library(name: "RunLoopPorts", targets: ["RunLoopPorts"]),
     .library(name: "RunLoopObservers", targets: ["RunLoopObservers"]),
     .library(name: "RunLoopJournal", targets: ["RunLoopJournal"]),
+    .library(name: "RunLoopLogging", targets: ["RunLoopLogging"]),
     .executable(name: "runloop-demo", targets: ["RunLoopDemo"]),
     .executable(name: "runloop-bench", targets: ["RunLoopBench"]),
     .executable(name: "runloop-tutorial", targets: ["RunLoopTutorial"]),
@@ -23,6 +24,7 @@ let package = Package(
     .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     // `swift package generate-documentation` (the README's documentation command).
     .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
   ],
   targets: [
     // Linux system calls that Glibc does not expose to Swift (epoll, eventfd, timerfd, signalfd).
@@ -58,16 +60,29 @@ let package = Package(
       pkgConfig: "libsystemd",
       providers: [.apt(["libsystemd-dev"])]
     ),
+    // The loop's context in swift-log metadata (a metadata provider): no libsystemd.
+    .target(
+      name: "RunLoopLogging",
+      dependencies: [
+        "RunLoopCore", "RunLoopObservers", .product(name: "Logging", package: "swift-log"),
+      ],
+      path: "Sources/Logging"
+    ),
     .target(
       name: "RunLoopJournal",
-      dependencies: ["RunLoopObservers", "RunLoopCore", "CSystemdJournal"],
+      dependencies: [
+        "RunLoopObservers", "RunLoopCore", "CSystemdJournal", "CRunLoopLinux",
+        .product(name: "Logging", package: "swift-log"),
+      ],
       path: "Sources/ObserversJournal"
     ),
     .executableTarget(
       name: "RunLoopDemo",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
+        "RunLoopLogging",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "Logging", package: "swift-log"),
       ],
       path: "Sources/Demo"
     ),
@@ -108,7 +123,9 @@ let package = Package(
       name: "RunLoopObserversTests",
       dependencies: [
         "RunLoopCore", "RunLoopObservers", "RunLoopJournal", "RunLoopTestSupport",
+        "RunLoopLogging",
         .product(name: "MetricsTestKit", package: "swift-metrics"),
+        .product(name: "Logging", package: "swift-log"),
       ],
       path: "Tests/ObserversTests"
     ),

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what is missing, starts journald when
 # none answers, runs every test, runs it again under ThreadSanitizer, builds the benchmark
-# in release mode, fuzzes briefly, builds the documentation and checks the formatting.
-# Exits non-zero on the first failure.
+# in release mode, fuzzes briefly, builds the peers' benchmark (Benchmarks/) and runs it
+# briefly, builds the documentation and checks the formatting. Exits non-zero on the first
+# failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,9 +40,16 @@ if grep -q '"runloop-bench"' Package.swift; then
   swift build -c release --product runloop-bench
 fi
 
+# The peers' benchmark is a package of its own (Benchmarks/, with swift-nio, libuv, GLib and
+# sd-event). A debug build and a --quick run check that every side still builds and runs;
+# its figures are not quoted (a release build of swift-nio would cost CI minutes).
+step "peers benchmark (Benchmarks/: debug build, --quick smoke run)"
+(cd Benchmarks && swift build --product runloop-peers && .build/debug/runloop-peers --quick)
+
 step "format"
 lint=$(swift format lint --strict --recursive Sources Tests Docs/Snippets Docs/Tutorial \
-  Docs/RunLoopGuide.docc/Resources/Tutorial fuzz Package.swift 2>&1)
+  Docs/RunLoopGuide.docc/Resources/Tutorial fuzz Package.swift Benchmarks/Sources \
+  Benchmarks/Package.swift 2>&1)
 if [ -n "$lint" ]; then
   echo "$lint"
   exit 1

@@ -185,6 +185,16 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendabl
     writer.close(timeout: timeout)
   }
 
+  /// ``close(timeout:)`` with the time left until `deadline` (none when it has passed: the
+  /// writer is told to finish, and the call returns whether it already had).
+  ///
+  /// ```swift
+  /// let done = sink.close(before: .now + .seconds(2))
+  /// ```
+  public func close(before deadline: ContinuousClock.Instant) -> Bool {
+    writer.close(timeout: max(.zero, deadline - ContinuousClock.now))
+  }
+
   /// The most records that waited in the queue at once.
   ///
   /// ```swift
