@@ -123,6 +123,13 @@ extension EventRunLoop {
   /// Tells the instruments that want activities that the loop reached `activity`.
   func notify(_ activity: LoopActivity) {
     guard refreshInstruments().contains(.activities) else { return }
+    tellInstruments(activity)
+  }
+
+  // Out of line: the slow path of a check made four times a pass (see Docs/Performance.md,
+  // "What the annotations buy").
+  @inline(never)
+  private func tellInstruments(_ activity: LoopActivity) {
     let info = passInfo()
     // Iterate a copy: an instrument may add or remove instruments while it is called.
     let entries = local.instruments.entries
@@ -162,6 +169,9 @@ extension EventRunLoop {
     return local.instruments.interests
   }
 
+  // Out of line: the slow path of the check above (see Docs/Performance.md, "What the
+  // annotations buy").
+  @inline(never)
   private func rebuildInstrumentCache(localVersion: UInt64, processVersion: UInt64) {
     assertOnLoopThread()
     let own = state.withLock { $0.instruments }

@@ -84,7 +84,13 @@ extension EventRunLoop {
   /// some watch is held.
   private func restoreHeldWatches(mode: LoopMode) {
     guard self[passIn: mode].hasHeldWatches else { return }
-    let isCommon = self[passIn: mode].isCommon
+    restoreHeldWatches(mode: mode, isCommon: self[passIn: mode].isCommon)
+  }
+
+  // Out of line: the slow path of a check made every pass (see Docs/Performance.md, "What
+  // the annotations buy").
+  @inline(never)
+  private func restoreHeldWatches(mode: LoopMode, isCommon: Bool) {
     state.withLock { state in
       for token in state.heldTokens {
         guard let watch = state.watchesByToken[token],
@@ -111,6 +117,13 @@ extension EventRunLoop {
     // snapshot, without copying the list out (a retain and a release of the list and of
     // each source).
     guard self[passIn: mode].sources.contains(where: \.hasPendingSignal) else { return false }
+    return performSignalledSources(mode: mode, onlyFirst: onlyFirst)
+  }
+
+  // Out of line: the slow path of a check made every pass (see Docs/Performance.md, "What
+  // the annotations buy").
+  @inline(never)
+  private func performSignalledSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
     let sources = self[passIn: mode].sources
     var handled = false
     for source in sources where source.isValid && source.consumeSignal() {

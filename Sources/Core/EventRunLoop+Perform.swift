@@ -116,6 +116,14 @@ extension EventRunLoop {
   /// 4 and 9). Takes the lock only when something is queued.
   func runPerformRequests(mode: LoopMode) {
     guard published.performCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
+    runQueuedRequests(mode: mode)
+  }
+
+  /// Out of line, like the other slow paths of a pass (see Docs/Performance.md, "What the
+  /// annotations buy"): inlined, it makes the check above, made three times a pass, set up
+  /// a batch and save registers it needs only when something is queued.
+  @inline(never)
+  private func runQueuedRequests(mode: LoopMode) {
     var batch = takePerformBatch(mode: mode, isCommon: self[passIn: mode].isCommon)
     while let request = batch.popFirst() {
       request.runIfPending(on: self)
