@@ -83,8 +83,13 @@ extension EventRunLoop {
     return try body()
   }
 
+  /// Whether some instrument anywhere wants call-outs (one atomic load; usually false). The
+  /// loop's own call-outs ask first and call ``callOut(_:name:dueAt:_:)`` only then, so an
+  /// untraced call-out does not fetch its kind (a global) or its name.
+  var callOutsAreTraced: Bool { calloutInstrumentCount.load(ordering: .relaxed) > 0 }
+
   /// ``withCallout(_:name:dueAt:_:)`` for the loop's own call-outs, with `dueAt` a
-  /// ``LoopClock`` reading: the one place every call-out of a pass goes through.
+  /// ``LoopClock`` reading: the one place every traced call-out of a pass goes through.
   package func callOut<Result, Failure: Error>(
     _ kind: CalloutKind, name: String, dueAt: Int64? = nil,
     _ body: () throws(Failure) -> Result

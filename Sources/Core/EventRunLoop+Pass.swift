@@ -128,7 +128,11 @@ extension EventRunLoop {
     var handled = false
     for source in sources where source.isValid && source.consumeSignal() {
       handled = true
-      callOut(.source, name: source.name, dueAt: source.signalTime, source.performHandler)
+      if callOutsAreTraced {
+        callOut(.source, name: source.name, dueAt: source.signalTime, source.performHandler)
+      } else {
+        source.performHandler()
+      }
       if onlyFirst { break }
     }
     return handled
@@ -178,6 +182,7 @@ extension EventRunLoop {
 
   /// The earliest of `runDeadline` and the deadline sources' next deadlines in `mode`.
   private func wakeDeadline(in mode: LoopMode, runDeadline: Int64?) -> Int64? {
+    guard !self[passIn: mode].deadlineSources.isEmpty else { return runDeadline }
     var wake = runDeadline
     let isCommon = self[passIn: mode].isCommon
     for source in self[passIn: mode].deadlineSources {
@@ -243,6 +248,7 @@ extension EventRunLoop {
     // Invalidated by an earlier call-out of this pass (or by another thread just now).
     guard watch.isValid else { return }
     let events = DescriptorEvents(epollMask: mask)
+    guard callOutsAreTraced else { return watch.handler(events) }
     callOut(watch.calloutKind, name: watch.name) { watch.handler(events) }
   }
 

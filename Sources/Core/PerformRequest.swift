@@ -139,7 +139,7 @@ public final class PerformRequest: Sendable {
     guard transition(from: .pending, to: .running) else { return }
     // Moved out: the request lets go of its closure as it runs it.
     if let body = body.take() {
-      loop.callOut(.block, name: name, body)
+      if loop.callOutsAreTraced { loop.callOut(.block, name: name, body) } else { body() }
     }
     stateBits.store(State.finished.rawValue, ordering: .releasing)
     done?.signal()
