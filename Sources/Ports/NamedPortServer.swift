@@ -118,14 +118,16 @@ public final class NamedPortServer: @unchecked Sendable {
   /// The default idle deadline: 30 s.
   ///
   /// ```swift
-  /// let patient = try NamedPortServer(name: "svc", idleTimeout: NamedPortServer.defaultIdleTimeout * 4) { _ in nil }
+  /// let patient = try NamedPortServer(
+  ///   name: "svc", idleTimeout: NamedPortServer.defaultIdleTimeout * 4) { _ in nil }
   /// ```
   public static let defaultIdleTimeout: Duration = .seconds(30)
 
   /// The default frame deadline: 5 s.
   ///
   /// ```swift
-  /// let strict = try NamedPortServer(name: "svc", frameTimeout: NamedPortServer.defaultFrameTimeout / 5) { _ in nil }
+  /// let strict = try NamedPortServer(
+  ///   name: "svc", frameTimeout: NamedPortServer.defaultFrameTimeout / 5) { _ in nil }
   /// ```
   public static let defaultFrameTimeout: Duration = .seconds(5)
 
@@ -133,7 +135,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// ``maxMessageSize`` is larger).
   ///
   /// ```swift
-  /// let lean = try NamedPortServer(name: "svc", maxBufferedBytes: NamedPortServer.defaultMaxBufferedBytes / 8) { _ in nil }
+  /// let lean = try NamedPortServer(
+  ///   name: "svc", maxBufferedBytes: NamedPortServer.defaultMaxBufferedBytes / 8) { _ in nil }
   /// ```
   public static let defaultMaxBufferedBytes = 64 << 20
 
@@ -149,7 +152,8 @@ public final class NamedPortServer: @unchecked Sendable {
 
   /// How long a frame may take from its first byte to its last. Past it, the client gets a
   /// `timedOut` failure frame and the connection is dropped
-  /// (``NamedPortStatistics/framesTimedOut``).
+  /// (``NamedPortStatistics/framesTimedOut``). Bytes already waiting in the socket (the loop
+  /// was busy) are read before either deadline is applied.
   ///
   /// ```swift
   /// print("a frame must arrive within \(server.frameTimeout)")
@@ -187,8 +191,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// }
   /// ```
   ///
-  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidName``,
-  ///   ``/RunLoopCore/RunLoopError/Code/nameInUse``,
+  /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidName``,
+  ///   ``RunLoopCore/RunLoopError/Code/nameInUse``,
   ///   ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a maximum (size or connections)
   ///   below 1, a deadline that is not positive, or a buffer cap below one largest frame;
   ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed``.
@@ -548,26 +552,25 @@ public final class NamedPortServer: @unchecked Sendable {
     for connection in connections where connection.source.isValid {
       if connection.deadline <= now {
         let descriptor = connection.source.fileDescriptor
+        if _SocketCalls.hasInput(descriptor) {
+          // Bytes that arrived while the loop was busy (a slow handler) are not the client's
+          // fault: the read call-out takes them first, and the next sweep looks again.
+          earliest = now
+          continue
+        }
         if connection.reader.isBetweenFrames {
-          // Bytes already waiting are a message starting: the read call-out takes them.
-          if _SocketCalls.hasInput(descriptor) {
-            connection.deadline = now + frameTimeout
-          } else {
-            state.withLock { $0.statistics.connectionsClosedIdle += 1 }
-            sendFailure(
-              "\(Self.idleNoticeCode): port '\(name)' closes connections idle for \(idleTimeout)",
-              to: descriptor)
-            drop(connection, rejected: false)
-            continue
-          }
+          state.withLock { $0.statistics.connectionsClosedIdle += 1 }
+          sendFailure(
+            "\(Self.idleNoticeCode): port '\(name)' closes connections idle for \(idleTimeout)",
+            to: descriptor)
         } else {
           state.withLock { $0.statistics.framesTimedOut += 1 }
           sendFailure(
             "timedOut: port '\(name)' did not receive the whole frame within \(frameTimeout)",
             to: descriptor)
-          drop(connection, rejected: false)
-          continue
         }
+        drop(connection, rejected: false)
+        continue
       }
       earliest = min(earliest ?? connection.deadline, connection.deadline)
     }
