@@ -8,43 +8,49 @@ import RunLoopCore
 /// That instant may be early (a connection's deadline moves later with traffic); the sweep
 /// then finds nothing due and tells the true earliest one. Sweeps are at least
 /// ``granularity`` apart, so busy connections cannot make the loop sweep on every pass.
-final class _ConnectionSweeper: LoopDeadlineProvider, @unchecked Sendable {
-  /// How far apart two sweeps are at least.
-  let granularity: Duration
-  // Whether the server serves `mode` of `loop`: a connection is only read in the server's
-  // modes, so it must only be timed out in them.
-  private let serves: @Sendable (LoopMode, EventRunLoop) -> Bool
+final class _ConnectionSweeper: DeadlineSource, @unchecked Sendable {
+  /// How far apart two sweeps are at least, in nanoseconds.
+  let granularity: Int64
+  // Whether the server serves `mode` (the flag: whether it is one of the loop's common
+  // modes): a connection is only read in the server's modes, so it must only be timed out
+  // in them.
+  private let serves: @Sendable (LoopMode, Bool) -> Bool
   // Closes what is due at the instant given; returns the earliest deadline left.
   private let sweep: @Sendable (ContinuousClock.Instant) -> ContinuousClock.Instant?
-  // Loop thread only: the loop asks and fires providers on its own thread, and the server
-  // notes deadlines from its connections' call-outs, on the same thread.
-  private var due: ContinuousClock.Instant?
+  // Loop thread only: the loop asks and fires deadline sources on its own thread, and the
+  // server notes deadlines from its connections' call-outs, on the same thread. A
+  // ``LoopClock`` reading.
+  private var due: Int64?
 
   init(
-    granularity: Duration, serves: @escaping @Sendable (LoopMode, EventRunLoop) -> Bool,
+    granularity: Duration, serves: @escaping @Sendable (LoopMode, Bool) -> Bool,
     sweep: @escaping @Sendable (ContinuousClock.Instant) -> ContinuousClock.Instant?
   ) {
-    self.granularity = granularity
+    self.granularity =
+      granularity.components.seconds * 1_000_000_000 + granularity.components.attoseconds
+      / 1_000_000_000
     self.serves = serves
     self.sweep = sweep
   }
 
   /// Notes a connection's new deadline. Loop thread only.
   func note(_ deadline: ContinuousClock.Instant) {
-    if let due, due <= deadline { return }
-    due = deadline
+    let reading = LoopClock.nanoseconds(of: deadline)
+    if let due, due <= reading { return }
+    due = reading
   }
 
   // Keeps no mode alive on its own: the server's listener does.
-  func hasItems(in mode: LoopMode, of loop: EventRunLoop) -> Bool { false }
+  func hasItems(in mode: LoopMode, isCommon: Bool) -> Bool { false }
 
-  func nextDeadline(in mode: LoopMode, of loop: EventRunLoop) -> ContinuousClock.Instant? {
-    guard let due, serves(mode, loop) else { return nil }
+  func nextDeadline(in mode: LoopMode, isCommon: Bool) -> Int64? {
+    guard let due, serves(mode, isCommon) else { return nil }
     return due
   }
 
-  func fireDue(in mode: LoopMode, of loop: EventRunLoop, now: ContinuousClock.Instant) {
-    guard let due, now >= due, serves(mode, loop) else { return }
-    self.due = sweep(now).map { max($0, now + granularity) }
+  func fireDue(in mode: LoopMode, isCommon: Bool, now: Int64, on loop: EventRunLoop) {
+    guard let due, now >= due, serves(mode, isCommon) else { return }
+    // The server's deadlines are ContinuousClock instants: sweep at a fresh reading of it.
+    self.due = sweep(.now).map { max(LoopClock.nanoseconds(of: $0), now + granularity) }
   }
 }
