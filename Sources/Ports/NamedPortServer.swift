@@ -368,10 +368,10 @@ public final class NamedPortServer: @unchecked Sendable {
     for connection in connections { try? connection.source.add(to: loop, mode: mode) }
   }
 
-  /// Whether the server is in `mode` of its owning loop, directly or through the common
-  /// modes (`isCommon`: whether `mode` is one of that loop's common modes).
+  /// Whether the server is in `mode` of its loop, directly or through the common modes
+  /// (`isCommon`: whether `mode` is one of that loop's common modes).
   private func serves(_ mode: LoopMode, isCommon: Bool) -> Bool {
-    let modes = state.withLock { state in state.owner != nil ? state.modes : [] }
+    let modes = state.withLock { state in state.modes }
     return modes.contains(mode) || (modes.contains(.common) && isCommon)
   }
 

@@ -11,9 +11,8 @@ import RunLoopCore
 final class _ConnectionSweeper: DeadlineSource, @unchecked Sendable {
   /// How far apart two sweeps are at least.
   let granularity: Duration
-  // Whether the server serves `mode` (given whether it is a common mode of the server's
-  // loop): a connection is only read in the server's modes, so it must only be timed out in
-  // them.
+  // Whether the server serves `mode` (one of its loop's common modes when the flag says so):
+  // a connection is only read in the server's modes, so it must only be timed out in them.
   private let serves: @Sendable (LoopMode, Bool) -> Bool
   // Closes what is due at the instant given; returns the earliest deadline left.
   private let sweep: @Sendable (ContinuousClock.Instant) -> ContinuousClock.Instant?
