@@ -369,10 +369,10 @@ public final class NamedPortServer: @unchecked Sendable {
   }
 
   /// Whether the server is in `mode` of its loop, directly or through the common modes
-  /// (`isCommon`: `mode` is one of them).
+  /// (`isCommon`: whether `mode` is one of that loop's common modes).
   private func serves(_ mode: LoopMode, isCommon: Bool) -> Bool {
-    let modes = state.withLock { $0.modes }
-    return modes.contains(mode) || (isCommon && modes.contains(.common))
+    let modes = state.withLock { state in state.modes }
+    return modes.contains(mode) || (modes.contains(.common) && isCommon)
   }
 
   /// Unregisters the name (removing the socket file and releasing the lock at once) and

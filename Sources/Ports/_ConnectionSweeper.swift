@@ -1,7 +1,7 @@
 import RunLoopCore
 
 /// Wakes a ``NamedPortServer``'s loop when one of its connections may have passed its idle
-/// or frame deadline, as a deadline provider of the server's loop: the loop's own timerfd
+/// or frame deadline, as a deadline source of the server's loop: the loop's own timerfd
 /// wakes it, so no descriptor or thread is spent on deadlines.
 ///
 /// It keeps one instant, the earliest deadline the server told it of since the last sweep.
@@ -9,35 +9,30 @@ import RunLoopCore
 /// then finds nothing due and tells the true earliest one. Sweeps are at least
 /// ``granularity`` apart, so busy connections cannot make the loop sweep on every pass.
 final class _ConnectionSweeper: DeadlineSource, @unchecked Sendable {
-  /// How far apart two sweeps are at least, in nanoseconds.
-  let granularity: Int64
-  // Whether the server serves `mode` (the flag: whether it is one of the loop's common
-  // modes): a connection is only read in the server's modes, so it must only be timed out
-  // in them.
+  /// How far apart two sweeps are at least.
+  let granularity: Duration
+  // Whether the server serves `mode` (one of its loop's common modes when the flag says so):
+  // a connection is only read in the server's modes, so it must only be timed out in them.
   private let serves: @Sendable (LoopMode, Bool) -> Bool
   // Closes what is due at the instant given; returns the earliest deadline left.
   private let sweep: @Sendable (ContinuousClock.Instant) -> ContinuousClock.Instant?
-  // Loop thread only: the loop asks and fires deadline sources on its own thread, and the
-  // server notes deadlines from its connections' call-outs, on the same thread. A
-  // ``LoopClock`` reading.
-  private var due: Int64?
+  // Loop thread only: the loop asks and fires deadline sources on its own thread, and the server
+  // notes deadlines from its connections' call-outs, on the same thread.
+  private var due: ContinuousClock.Instant?
 
   init(
     granularity: Duration, serves: @escaping @Sendable (LoopMode, Bool) -> Bool,
     sweep: @escaping @Sendable (ContinuousClock.Instant) -> ContinuousClock.Instant?
   ) {
-    self.granularity =
-      granularity.components.seconds * 1_000_000_000 + granularity.components.attoseconds
-      / 1_000_000_000
+    self.granularity = granularity
     self.serves = serves
     self.sweep = sweep
   }
 
   /// Notes a connection's new deadline. Loop thread only.
   func note(_ deadline: ContinuousClock.Instant) {
-    let reading = LoopClock.nanoseconds(of: deadline)
-    if let due, due <= reading { return }
-    due = reading
+    if let due, due <= deadline { return }
+    due = deadline
   }
 
   // Keeps no mode alive on its own: the server's listener does.
@@ -45,12 +40,12 @@ final class _ConnectionSweeper: DeadlineSource, @unchecked Sendable {
 
   func nextDeadline(in mode: LoopMode, isCommon: Bool) -> Int64? {
     guard let due, serves(mode, isCommon) else { return nil }
-    return due
+    return LoopClock.nanoseconds(of: due)
   }
 
   func fireDue(in mode: LoopMode, isCommon: Bool, now: Int64, on loop: EventRunLoop) {
+    let now = LoopClock.instant(ofNanoseconds: now)
     guard let due, now >= due, serves(mode, isCommon) else { return }
-    // The server's deadlines are ContinuousClock instants: sweep at a fresh reading of it.
-    self.due = sweep(.now).map { max(LoopClock.nanoseconds(of: $0), now + granularity) }
+    self.due = sweep(now).map { max($0, now + granularity) }
   }
 }
