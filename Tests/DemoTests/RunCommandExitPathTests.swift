@@ -33,7 +33,9 @@ struct RunCommandExitPathTests {
     #expect(
       result.stderr.contains("is incomplete: \(records.count) records written"),
       "\(records.count) records in the file; stderr: \(result.stderr)")
-    #expect(records.map(\.seq) == (1...UInt64(records.count)).map { $0 })
+    // Each record once (the sink's own test checks the exact prefix; here several loops
+    // interleave in the queue).
+    #expect(Set(records.map(\.seq)).count == records.count)
   }
 
   @Test func aLogDeletedDuringTheRunExitsNonZeroSayingSo() throws {
