@@ -114,6 +114,13 @@ let package = Package(
       dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopTestSupport"],
       path: "Tests/TimersTests"
     ),
+    // The same scenarios run on CFRunLoop and on ours, their traces compared one for one
+    // (Docs/SequenceOfEvents.md, "Where we differ from Core Foundation").
+    .testTarget(
+      name: "RunLoopParityTests",
+      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopObservers"],
+      path: "Tests/ParityTests"
+    ),
     // The code of the Docs/ articles, compiled so that an article cannot show code that does
     // not build (IntegrationTests/SnippetCheckTests ties the articles to it).
     .target(
