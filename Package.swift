@@ -137,9 +137,12 @@ let package = Package(
     // (Docs/RunLoopGuide.docc, SequenceOfEvents.md, "Where we differ from Core Foundation").
     .testTarget(
       name: "RunLoopParityTests",
-      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopObservers"],
+      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopObservers", "RunLoopParityHelper"],
       path: "Tests/ParityTests"
     ),
+    // The parity scenarios that need a process's main thread (the main queue), on either loop.
+    .executableTarget(
+      name: "RunLoopParityHelper", dependencies: ["RunLoopCore"], path: "Tests/ParityHelper"),
     // The guide: the DocC catalog Docs/RunLoopGuide.docc (articles and tutorial) and the code of
     // its articles (Docs/Snippets), compiled so that an article cannot show code that does not
     // build (IntegrationTests/SnippetCheckTests ties the articles to it). The catalog lives in
