@@ -11,4 +11,9 @@ struct LoopThreadState {
   var passSnapshot = PassSnapshotSlot()
   /// How long the next sleep may poll before it blocks.
   var polling = PollingWindow()
+  /// Emptied lists for step 4's signalled sources, one taken per step 4 in progress.
+  var signalledSourceLists: [[SignalledSource]] = []
 }
+
+/// A source step 4 found signalled: its order, the stamp of its first signal, the source.
+typealias SignalledSource = (order: Int, stamp: UInt64, source: CustomInputSource)
