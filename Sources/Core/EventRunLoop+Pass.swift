@@ -18,6 +18,7 @@ extension EventRunLoop {
         wakeState.request()
       }
       restoreHeldWatches(mode: mode)
+      if local.mainQueueDrains > 0 { holdMainQueueWatchWhileDraining() }
 
       // Step 2: notify observers that ready timers are about to fire.
       notify(.beforeTimers)
@@ -95,10 +96,12 @@ extension EventRunLoop {
   private func restoreHeldWatches(mode: LoopMode) {
     guard self[passIn: mode].hasHeldWatches else { return }
     let isCommon = self[passIn: mode].isCommon
+    let draining = local.mainQueueDrains > 0
     state.withLock { state in
       for token in state.heldTokens {
         guard let watch = state.watchesByToken[token],
-          Self.watch(watch, runsIn: mode, isCommon: isCommon, table: state.watches)
+          Self.watch(watch, runsIn: mode, isCommon: isCommon, table: state.watches),
+          !(draining && token == state.mainQueueWatchToken)
         else { continue }
         state.heldTokens.remove(token)
         try? poller.add(watch.fileDescriptor, mask: watch.interest.epollMask, token: token)

@@ -11,6 +11,9 @@ struct LoopThreadState {
   var passSnapshot = PassSnapshotSlot()
   /// How long the next sleep may poll before it blocks.
   var polling = PollingWindow()
+  /// How many main-queue drains are in progress (a nested run inside one does not serve
+  /// the main queue).
+  var mainQueueDrains = 0
   /// Emptied lists for step 4's signalled sources, one taken per step 4 in progress.
   var signalledSourceLists: [[SignalledSource]] = []
 }
