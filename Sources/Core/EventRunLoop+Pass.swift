@@ -12,8 +12,9 @@ extension EventRunLoop {
       local.iteration &+= 1
       // Wake-ups count again. One dropped since the last pass woke announced nothing this
       // pass will not look at, except a stop or an emptied mode: for those, wake up.
-      if wakeState.passBegins(), published.stopPending.load(ordering: .sequentiallyConsistent)
-        || modeIsEmpty(mode)
+      if wakeState.passBegins(),
+        published.stopPending.load(ordering: .sequentiallyConsistent)
+          || modeIsEmpty(mode)
       {
         wakeState.request()
       }

@@ -68,11 +68,13 @@ struct DeliberateDifferencesParityTests {
     let ours = Parity.trace(
       of: { loop in
         let ours = loop as! OurParityLoop
-        loop.add(loop.timer("stopper", after: 0.02, every: nil) { _ in loop.stop() }, mode: "default")
+        loop.add(
+          loop.timer("stopper", after: 0.02, every: nil) { _ in loop.stop() }, mode: "default")
         loop.add(loop.source("keep"), mode: "default")
         let start = loop.now()
         let result = try! ours.loop.run(until: .now + .milliseconds(200))
-        loop.mark(loop.now() - start < 0.15 ? "returned \(result) when stopped" : "ran until the date")
+        loop.mark(
+          loop.now() - start < 0.15 ? "returned \(result) when stopped" : "ran until the date")
       }, on: { OurParityLoop() })
     #expect(foundation.last == "ran until the date")
     #expect(ours.last == "returned stopped when stopped")

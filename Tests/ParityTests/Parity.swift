@@ -71,3 +71,13 @@ extension Shared where Value == Bool {
     }
   }
 }
+
+extension Shared where Value == Int {
+  /// Adds one and returns the new count.
+  func increment() -> Int {
+    update { value in
+      value += 1
+      return value
+    }
+  }
+}

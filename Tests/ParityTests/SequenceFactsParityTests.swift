@@ -135,7 +135,7 @@ struct SequenceFactsParityTests {
       let depth = Shared(0)
       let nester = loop.observer("nester", activities: [.beforeSources], repeats: true, order: 0) {
         _, _ in
-        guard depth.update({ $0 += 1; return $0 }) == 1 else { return }
+        guard depth.increment() == 1 else { return }
         loop.run(0)
       }
       loop.add(nester, mode: "default")
@@ -196,7 +196,7 @@ struct SequenceFactsParityTests {
       loop.addCommonMode("tracking")
       let fires = Shared(0)
       let timer = loop.timer("t", after: 0.01, every: 0.01) { handle in
-        if fires.update({ $0 += 1; return $0 }) == 3 { loop.invalidate(handle) }
+        if fires.increment() == 3 { loop.invalidate(handle) }
       }
       loop.add(timer, mode: "common")
       loop.run(mode: "tracking", seconds: 5, returnAfterSourceHandled: false)

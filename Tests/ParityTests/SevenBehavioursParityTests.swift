@@ -168,7 +168,7 @@ struct SevenBehavioursParityTests {
       let fires = Shared(0)
       let returned = Shared(0.0)
       let timer = loop.timer("t", after: interval, every: interval) { handle in
-        let count = fires.update { $0 += 1; return $0 }
+        let count = fires.increment()
         if count == 1 {
           usleep(100_000)  // overruns two and a half periods
           returned.value = loop.now()
@@ -183,9 +183,10 @@ struct SevenBehavioursParityTests {
       loop.add(timer, mode: "default")
       loop.run(5)
     }
-    #expect(traces.cf.filter { !$0.hasPrefix("before") && !$0.hasPrefix("after") } == [
-      "entry", "timer:t", "timer:t", "next grid point", "exit", "result:finished",
-    ])
+    #expect(
+      traces.cf.filter { !$0.hasPrefix("before") && !$0.hasPrefix("after") } == [
+        "entry", "timer:t", "timer:t", "next grid point", "exit", "result:finished",
+      ])
     #expect(traces.ours == traces.cf)
   }
 
@@ -198,7 +199,7 @@ struct SevenBehavioursParityTests {
         usleep(100_000)  // until 0.13: the grid points 0.04, 0.08 and 0.12 pass meanwhile
       }
       let timer = loop.timer("t", after: interval, every: interval) { handle in
-        let count = fires.update { $0 += 1; return $0 }
+        let count = fires.increment()
         let period = ((loop.now() - start) / interval).rounded(.down)
         if count == 1 {
           loop.mark(period >= 3 ? "late" : "on time")
@@ -211,10 +212,11 @@ struct SevenBehavioursParityTests {
       loop.add(timer, mode: "default")
       loop.run(5)
     }
-    #expect(traces.cf.filter { !$0.hasPrefix("before") && !$0.hasPrefix("after") } == [
-      "entry", "timer:blocker", "timer:t", "late", "timer:t", "back on the grid", "exit",
-      "result:finished",
-    ])
+    #expect(
+      traces.cf.filter { !$0.hasPrefix("before") && !$0.hasPrefix("after") } == [
+        "entry", "timer:blocker", "timer:t", "late", "timer:t", "back on the grid", "exit",
+        "result:finished",
+      ])
     #expect(traces.ours == traces.cf)
   }
 
@@ -224,7 +226,7 @@ struct SevenBehavioursParityTests {
     let traces = Parity.run { loop in
       let fires = Shared(0)
       let timer = loop.timer("t", after: 0.01, every: 0.01) { handle in
-        let count = fires.update { $0 += 1; return $0 }
+        let count = fires.increment()
         if count == 1 {
           loop.run(0.06)
         } else {
@@ -271,12 +273,15 @@ struct SevenBehavioursParityTests {
       loop.add(loop.source("keep"), mode: "default")
       let once = loop.observer("once", activities: [.entry], repeats: false, order: 0) {
         handle, _ in
-        loop.mark("inside: valid \(loop.isValid(handle)), in mode \(loop.contains(handle, mode: "default"))")
+        loop.mark(
+          "inside: valid \(loop.isValid(handle)), in mode \(loop.contains(handle, mode: "default"))"
+        )
       }
       loop.add(once, mode: "default")
       loop.run(0)
       loop.run(0)
-      loop.mark("after: valid \(loop.isValid(once)), in mode \(loop.contains(once, mode: "default"))")
+      loop.mark(
+        "after: valid \(loop.isValid(once)), in mode \(loop.contains(once, mode: "default"))")
     }
     #expect(
       traces.cf == [
