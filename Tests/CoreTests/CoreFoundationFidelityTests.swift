@@ -8,11 +8,17 @@ import Testing
 struct CoreFoundationFidelityTests {
   /// Calls `body` at the activities it wants, as an instrument (told before observers).
   final class Hook: RunLoopInstrument, @unchecked Sendable {
-    let recorder: Recorder
     let body: @Sendable (LoopActivity) -> Void
-    init(_ recorder: Recorder, _ body: @escaping @Sendable (LoopActivity) -> Void) {
-      self.recorder = recorder
+    init(_ body: @escaping @Sendable (LoopActivity) -> Void) {
       self.body = body
+    }
+
+    /// A hook that calls `action` the first time the loop reaches `activity`.
+    static func once(at activity: LoopActivity, _ action: @escaping @Sendable () -> Void) -> Hook {
+      let first = FirstTime()
+      return Hook { reached in
+        if reached == activity, first.first() { action() }
+      }
     }
     var interests: InstrumentInterests { .activities }
     var notificationOrder: Int { 1 }
@@ -78,14 +84,8 @@ struct CoreFoundationFidelityTests {
     let log = try onNewThread { loop -> [String] in
       let recorder = Recorder()
       try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
-      let once = FirstTime()
       loop.addInstrument(recorder)
-      loop.addInstrument(
-        Hook(recorder) { activity in
-          guard activity == .beforeSources, once.first()
-          else { return }
-          loop.wakeUp()
-        })
+      loop.addInstrument(Hook.once(at: .beforeSources) { loop.wakeUp() })
       let result = try loop.run(mode: .default, timeout: .milliseconds(30))
       recorder.mark("result:\(result)")
       return recorder.log
@@ -102,12 +102,9 @@ struct CoreFoundationFidelityTests {
     let (log, elapsed) = try onNewThread { loop -> ([String], Duration) in
       let recorder = Recorder()
       try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
-      let once = FirstTime()
       loop.addInstrument(recorder)
       loop.addInstrument(
-        Hook(recorder) { activity in
-          guard activity == .beforeWaiting, once.first()
-          else { return }
+        Hook.once(at: .beforeWaiting) {
           loop.perform {
             recorder.mark("block")
             loop.stop()
@@ -174,7 +171,7 @@ struct CoreFoundationFidelityTests {
       let recorder = Recorder()
       try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
       loop.addInstrument(recorder)
-      loop.addInstrument(Hook(recorder) { activity in if activity == .entry { loop.stop() } })
+      loop.addInstrument(Hook.once(at: .entry) { loop.stop() })
       let result = try loop.run(mode: .default, timeout: .seconds(20))
       recorder.mark("result:\(result)")
       return recorder.log

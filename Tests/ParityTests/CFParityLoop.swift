@@ -24,29 +24,11 @@ final class CFParityLoop: ParityLoop, @unchecked Sendable {
   }
 
   static func activity(_ activity: CFRunLoopActivity) -> ParityActivity {
-    switch activity {
-    case .entry: .entry
-    case .beforeTimers: .beforeTimers
-    case .beforeSources: .beforeSources
-    case .beforeWaiting: .beforeWaiting
-    case .afterWaiting: .afterWaiting
-    default: .exit
-    }
+    ParityActivity(bit: UInt(activity.rawValue))
   }
 
   static func mask(_ activities: [ParityActivity]) -> CFOptionFlags {
-    var mask: CFRunLoopActivity = []
-    for activity in activities {
-      switch activity {
-      case .entry: mask.insert(.entry)
-      case .beforeTimers: mask.insert(.beforeTimers)
-      case .beforeSources: mask.insert(.beforeSources)
-      case .beforeWaiting: mask.insert(.beforeWaiting)
-      case .afterWaiting: mask.insert(.afterWaiting)
-      case .exit: mask.insert(.exit)
-      }
-    }
-    return mask.rawValue
+    CFOptionFlags(ParityActivity.mask(activities))
   }
 
   static func mode(_ name: String) -> CFRunLoopMode {

@@ -17,29 +17,11 @@ final class OurParityLoop: ParityLoop, @unchecked Sendable {
   }
 
   static func activity(_ activity: LoopActivity) -> ParityActivity {
-    switch activity {
-    case .entry: .entry
-    case .beforeTimers: .beforeTimers
-    case .beforeSources: .beforeSources
-    case .beforeWaiting: .beforeWaiting
-    case .afterWaiting: .afterWaiting
-    default: .exit
-    }
+    ParityActivity(bit: UInt(activity.rawValue))
   }
 
   static func activities(_ activities: [ParityActivity]) -> LoopActivity {
-    var set: LoopActivity = []
-    for activity in activities {
-      switch activity {
-      case .entry: set.insert(.entry)
-      case .beforeTimers: set.insert(.beforeTimers)
-      case .beforeSources: set.insert(.beforeSources)
-      case .beforeWaiting: set.insert(.beforeWaiting)
-      case .afterWaiting: set.insert(.afterWaiting)
-      case .exit: set.insert(.exit)
-      }
-    }
-    return set
+    LoopActivity(rawValue: .init(ParityActivity.mask(activities)))
   }
 
   static func mode(_ name: String) -> LoopMode {

@@ -24,6 +24,27 @@ final class ParityTrace: Sendable {
 /// The six points of the sequence of events, named as both sides' traces name them.
 enum ParityActivity: String, CaseIterable, Sendable {
   case entry, beforeTimers, beforeSources, beforeWaiting, afterWaiting, exit
+
+  /// The activity's bit: CFRunLoopActivity and LoopActivity use the same ones.
+  var bit: UInt {
+    switch self {
+    case .entry: 1 << 0
+    case .beforeTimers: 1 << 1
+    case .beforeSources: 1 << 2
+    case .beforeWaiting: 1 << 5
+    case .afterWaiting: 1 << 6
+    case .exit: 1 << 7
+    }
+  }
+
+  init(bit: UInt) {
+    self = Self.allCases.first { $0.bit == bit } ?? .exit
+  }
+
+  /// The bits of `activities`, together.
+  static func mask(_ activities: [ParityActivity]) -> UInt {
+    activities.reduce(0) { $0 | $1.bit }
+  }
 }
 
 /// What a run returned, named as both sides' traces name it.
