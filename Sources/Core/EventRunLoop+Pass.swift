@@ -12,6 +12,7 @@ extension EventRunLoop {
       local.iteration &+= 1
       // Wake-ups count again. One dropped since the last pass woke announced nothing this
       // pass will not look at, except a stop or an emptied mode: for those, wake up.
+      local.ignoringWakeUps = false
       if wakeState.passBegins(),
         published.stopPending.load(ordering: .sequentiallyConsistent)
           || modeIsEmpty(mode)
@@ -40,7 +41,7 @@ extension EventRunLoop {
         let ready = readyPortEvents(into: buffer, woken: &woken)
       {
         eventCount = ready
-        wakeState.startIgnoring()
+        startIgnoringWakeUps()
       } else {
         // Step 6: notify observers that the thread is about to sleep.
         if mayBlock { notify(.beforeWaiting) }
@@ -48,7 +49,7 @@ extension EventRunLoop {
         // already took means there is no sleep).
         eventCount = sleep(mode: mode, plan: plan, block: mayBlock && !woken, buffer: buffer)
         // From here until the next pass begins, wake-ups are dropped (see `WakeState`).
-        wakeState.startIgnoring()
+        startIgnoringWakeUps()
         // Step 8: notify observers that the thread woke.
         if mayBlock { notify(.afterWaiting) }
       }
@@ -77,6 +78,12 @@ extension EventRunLoop {
     if takeStopRequest(depth: depth) { return .stopped }
     if modeIsEmpty(mode) { return .finished }
     return nil
+  }
+
+  /// The loop has its events: wake-ups are dropped until the next pass begins.
+  private func startIgnoringWakeUps() {
+    local.ignoringWakeUps = true
+    wakeState.startIgnoring()
   }
 
   /// Whether the run at `depth` was asked to stop; clears the request. Takes the lock only

@@ -144,7 +144,9 @@ extension EventRunLoop {
     }
     local.modes.append(mode)
     local.runsStarted &+= 1
-    let start = wakeState.runBegins()
+    let outerIgnoring = local.ignoringWakeUps
+    let start = wakeState.runBegins(inIgnoringWindow: outerIgnoring)
+    local.ignoringWakeUps = false
     notify(.entry)  // Step 1
     // A stop made before the first pass (by the entry observer, say) ends the run at once,
     // as in CFRunLoop.
@@ -152,6 +154,7 @@ extension EventRunLoop {
       takeStopRequest(depth: depth) ? .stopped : runPasses(mode: mode, depth: depth, plan: plan)
     notify(.exit)  // Step 10
     if wakeState.runEnds(beganIn: start) { wakeState.request() }
+    local.ignoringWakeUps = outerIgnoring
     local.modes.removeLast()
     endFrame()
     return result

@@ -11,6 +11,9 @@ struct LoopThreadState {
   var passSnapshot = PassSnapshotSlot()
   /// How long the next sleep may poll before it blocks.
   var polling = PollingWindow()
+  /// Whether the loop is in a window where wake-ups are dropped (see `WakeState`): no run
+  /// active, or between waking and the next pass.
+  var ignoringWakeUps = true
   /// How many main-queue drains are in progress (a nested run inside one does not serve
   /// the main queue).
   var mainQueueDrains = 0

@@ -136,8 +136,12 @@ struct WakeState: ~Copyable, Sendable {
   }
 
   /// A run begins (step 1): wake-ups count from here on, as CFRunLoop gives each run a
-  /// fresh, cleared "ignore wake-ups" flag. Returns where the run began.
-  func runBegins() -> RunStart {
+  /// fresh, cleared "ignore wake-ups" flag. `ignoringWindow` tells whether the run begins
+  /// in an ignoring window (no run active, or an outer run between waking and its next
+  /// pass; a wake-up whose event is pending leaves the state `written` there). Returns
+  /// where the run began.
+  func runBegins(inIgnoringWindow ignoringWindow: Bool) -> RunStart {
+    guard ignoringWindow else { return .inPass }
     var current = phase.load(ordering: .sequentiallyConsistent)
     while current == Phase.ignoring.rawValue || current == Phase.dropped.rawValue {
       let (exchanged, original) = phase.compareExchange(
@@ -145,7 +149,7 @@ struct WakeState: ~Copyable, Sendable {
       if exchanged { return current == Phase.ignoring.rawValue ? .ignoring : .dropped }
       current = original
     }
-    return .inPass
+    return .ignoring
   }
 
   /// A run ends (step 10): back to the window it began in. Returns whether a wake-up the

@@ -80,6 +80,31 @@ struct CoreFoundationFidelityTests {
       ])
   }
 
+  @Test func wakeUpPendingWhenARunEndsLeavesLaterWakeUpsDroppedWhileNotRunning() throws {
+    let log = try onNewThread { loop -> [String] in
+      let recorder = Recorder()
+      try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
+      loop.addInstrument(recorder)
+      loop.addInstrument(
+        Hook.once(at: .entry) {
+          loop.wakeUp()  // its event is still pending when the run ends at once
+          loop.stop()
+        })
+      for timeout in [Duration.seconds(5), .milliseconds(30), .milliseconds(30)] {
+        let result = try loop.run(mode: .default, timeout: timeout)
+        recorder.mark("result:\(result)")
+        loop.wakeUp()  // no run active: dropped
+      }
+      return recorder.log
+    }
+    let pass = ["beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting"]
+    // The pending event ends the next run's first sleep (as in CFRunLoop); after that, the
+    // loop is back to dropping the wake-ups made while no run is active.
+    #expect(
+      log == ["entry", "exit", "result:stopped"] + ["entry"] + pass + pass
+        + ["exit", "result:timedOut"] + ["entry"] + pass + ["exit", "result:timedOut"])
+  }
+
   @Test func wakeUpDuringAPassEndsTheNextSleep() throws {
     let log = try onNewThread { loop -> [String] in
       let recorder = Recorder()

@@ -102,6 +102,30 @@ struct SevenBehavioursParityTests {
     #expect(traces.ours == traces.cf)
   }
 
+  @Test func wakeUpPendingWhenARunEndsEndsTheNextRunsFirstSleepOnly() {
+    let traces = Parity.run { loop in
+      let once = Shared(true)
+      loop.add(loop.source("keep"), mode: "default")
+      let waker = loop.observer("w", activities: [.entry], repeats: true, order: 0) { _, _ in
+        if once.first() {
+          loop.wakeUp()  // during a run: its event stays pending when the run ends at once
+          loop.stop()
+        }
+      }
+      loop.add(waker, mode: "default")
+      loop.run(5)
+      loop.run(0.03)
+      loop.wakeUp()  // no run active: dropped
+      loop.run(0.03)
+    }
+    let pass = ["beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting"]
+    #expect(
+      traces.cf == ["entry", "observer:w", "exit", "result:stopped"]
+        + ["entry", "observer:w"] + pass + pass + ["exit", "result:timedOut"]
+        + ["entry", "observer:w"] + pass + ["exit", "result:timedOut"])
+    #expect(traces.ours == traces.cf)
+  }
+
   @Test func signalQueuedAfterThePassLookedEndsTheNextSleep() {
     let traces = Parity.run { loop in
       let once = Shared(true)
