@@ -134,6 +134,16 @@ let package = Package(
       dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopTestSupport"],
       path: "Tests/TimersTests"
     ),
+    // The same scenarios run on CFRunLoop and on ours, their traces compared one for one
+    // (Docs/RunLoopGuide.docc, SequenceOfEvents.md, "Where we differ from Core Foundation").
+    .testTarget(
+      name: "RunLoopParityTests",
+      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopObservers", "RunLoopParityHelper"],
+      path: "Tests/ParityTests"
+    ),
+    // The parity scenarios that need a process's main thread (the main queue), on either loop.
+    .executableTarget(
+      name: "RunLoopParityHelper", dependencies: ["RunLoopCore"], path: "Tests/ParityHelper"),
     // The guide: the DocC catalog Docs/RunLoopGuide.docc (articles and tutorial) and the code of
     // its articles (Docs/Snippets), compiled so that an article cannot show code that does not
     // build (IntegrationTests/SnippetCheckTests ties the articles to it). The catalog lives in

@@ -144,9 +144,17 @@ extension EventRunLoop {
     }
     local.modes.append(mode)
     local.runsStarted &+= 1
+    let outerIgnoring = local.ignoringWakeUps
+    let start = wakeState.runBegins(inIgnoringWindow: outerIgnoring)
+    local.ignoringWakeUps = false
     notify(.entry)  // Step 1
-    let result = runPasses(mode: mode, depth: depth, plan: plan)
+    // A stop made before the first pass (by the entry observer, say) ends the run at once,
+    // as in CFRunLoop.
+    let result =
+      takeStopRequest(depth: depth) ? .stopped : runPasses(mode: mode, depth: depth, plan: plan)
     notify(.exit)  // Step 10
+    if wakeState.runEnds(beganIn: start) { wakeState.request() }
+    local.ignoringWakeUps = outerIgnoring
     local.modes.removeLast()
     endFrame()
     return result

@@ -182,6 +182,11 @@ public final class EventRunLoop: @unchecked Sendable {
   /// Makes a sleeping loop wake and go round its sequence of events again (step 9 restarts
   /// at step 2). Safe from any thread; many calls before the loop wakes cost one write.
   ///
+  /// As in CoreFoundation, a wake-up with nothing to wake is dropped: one made while no run
+  /// is active, or while the loop is between waking and its next pass, which looks at
+  /// everything a wake-up could announce anyway. Nothing it announces is lost: a request, a
+  /// signal, a stop or an emptied mode is seen by the next pass or ends its sleep.
+  ///
   /// ```swift
   /// source.signal()
   /// loop.wakeUp()
