@@ -169,11 +169,14 @@ extension EventRunLoop {
   ///
   /// The check for an empty queue is inlined: a pass asks two or three times, and usually
   /// only one finds something.
+  /// Then runs the Swift concurrency jobs queued for `mode` (see `runJobs(mode:)`).
   @inline(__always)
   func runPerformRequests(mode: LoopMode) {
     // The lock is taken only when something is queued.
-    guard published.performCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
-    runQueuedRequests(mode: mode)
+    if published.performCount.load(ordering: .sequentiallyConsistent) > 0 {
+      runQueuedRequests(mode: mode)
+    }
+    runJobs(mode: mode)
   }
 
   @inline(never)

@@ -173,6 +173,7 @@ extension EventRunLoop {
       }
       if queued { return false }
     }
+    if hasJobs(for: mode, modeIsCommon: isCommon) { return false }
     let providers = local.passCache.providers
     return !providers.contains { $0.hasItems(in: mode, of: self) }
   }

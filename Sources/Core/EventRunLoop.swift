@@ -348,8 +348,21 @@ public final class EventRunLoop: @unchecked Sendable {
     var watches: [DescriptorWatch] = []
     var abandoned = RequestList()
     var sources: [(CustomInputSource, LoopMode)] = []
-    state.withLock { state in
+    var executors: [LoopExecutor] = []
+    let strandedJobs = state.withLock { state -> Int in
       state.threadExited = true
+      swap(&executors, &state.executors)
+      return state.jobQueues.reduce(0) { $0 + $1.jobs.count }
+    }
+    if strandedJobs > 0 {
+      // Neither runnable here any more nor elsewhere (see `enqueue(_:)`), and dropped they
+      // would leave their tasks suspended for ever.
+      fatalError(
+        "the thread of \(self) exited with \(strandedJobs) Swift concurrency job(s) still "
+          + "queued: an actor or task using this loop as its executor outlived its thread")
+    }
+    executors.removeAll()
+    state.withLock { state in
       swap(&abandoned, &state.performQueue)
       for mode in state.sources.modes {
         for source in state.sources.items(in: mode) {
@@ -436,6 +449,10 @@ struct LoopState {
   var instruments: [any RunLoopInstrument] = []
   var threadExited = false
   var mainQueueWatchInstalled = false
+  // Swift concurrency jobs, one queue per executor of the loop (slot 0: the loop itself,
+  // then its `LoopExecutor`s, which the loop keeps for its thread's life).
+  var jobQueues: [JobQueue] = []
+  var executors: [LoopExecutor] = []
 
   init(published: PublishedState) {
     self.published = published
@@ -452,6 +469,8 @@ final class PublishedState: Sendable {
   let structure = Atomic<UInt64>(0)
   /// How many perform requests are queued.
   let performCount = Atomic<Int>(0)
+  /// How many Swift concurrency jobs are queued, in all of the loop's executors.
+  let jobCount = Atomic<Int>(0)
   /// Whether some active run has a stop request it has not seen yet.
   let stopPending = Atomic<Bool>(false)
 
