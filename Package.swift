@@ -87,13 +87,22 @@ let package = Package(
       dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
       path: "Tests/Helper"
     ),
+    // Counts the loop threads' allocations during actor hops between loops (it interposes
+    // malloc, so it is a process of its own).
+    .executableTarget(
+      name: "RunLoopAllocationHelper", dependencies: ["RunLoopCore", "CBenchSupport"],
+      path: "Tests/AllocationHelper"
+    ),
     // What several test targets share: starting the helper program as a real process.
     .target(
       name: "RunLoopTestSupport", dependencies: ["CRunLoopLinux", "RunLoopCore"],
       path: "Tests/Support"),
     .testTarget(
       name: "RunLoopCoreTests",
-      dependencies: ["CRunLoopLinux", "RunLoopCore", "RunLoopTestHelper", "RunLoopTestSupport"],
+      dependencies: [
+        "CRunLoopLinux", "RunLoopCore", "RunLoopTestHelper", "RunLoopTestSupport",
+        "RunLoopAllocationHelper",
+      ],
       path: "Tests/CoreTests"
     ),
     .testTarget(

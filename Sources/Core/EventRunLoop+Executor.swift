@@ -48,14 +48,17 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
         + "but running on thread \(crl_current_tid())")
   }
 
-  /// Whether the caller runs on this loop's thread: what the runtime asks before
-  /// ``checkIsolated()``, so that `assumeIsolated` can answer without stopping the process.
+  /// `true` on this loop's thread; `nil` (undecided) elsewhere. The runtime asks this first:
+  /// `true` settles an `assumeIsolated` at once; for `nil`, a check that must stop the
+  /// process calls ``checkIsolated()``, whose message names the loop and the thread (a
+  /// plain `false` would make the runtime stop with its own message, which names neither),
+  /// and a check that only asks takes `nil` as "not isolated".
   ///
   /// ```swift
-  /// loop.isIsolatingCurrentContext()  // true on the loop's thread
+  /// loop.isIsolatingCurrentContext()  // true on the loop's thread, nil elsewhere
   /// ```
   public func isIsolatingCurrentContext() -> Bool? {
-    isCurrent
+    isCurrent ? true : nil
   }
 
   /// An executor whose jobs run on this loop's thread only while the loop runs in one of
@@ -129,27 +132,36 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
     while true {
       // The next executor with jobs runnable in `mode`: its whole queue becomes the batch,
       // swapped with the spare array of the last batch (no allocation).
-      let taken = state.withLock { state -> JobBatch? in
-        while slot < state.jobQueues.count {
-          if state.jobQueues[slot].isRunnable(in: mode, modeIsCommon: isCommon) {
-            var batch = state.jobQueues[slot].spare.take() ?? []
-            swap(&batch, &state.jobQueues[slot].jobs)
-            published.jobCount.wrappingSubtract(batch.count, ordering: .sequentiallyConsistent)
-            let queue = state.jobQueues[slot]
-            return JobBatch(
-              jobs: batch, serialExecutor: queue.serialExecutor,
-              taskExecutor: queue.taskExecutor, name: queue.name)
+      // Bound by the `guard` directly: held in a constant as well, the batch's array would
+      // have a second reference, and emptying it for reuse would copy it.
+      guard
+        var batch = state.withLock({ state -> JobBatch? in
+          while slot < state.jobQueues.count {
+            if state.jobQueues[slot].isRunnable(in: mode, modeIsCommon: isCommon) {
+              var batch = state.jobQueues[slot].spare.take() ?? []
+              swap(&batch, &state.jobQueues[slot].jobs)
+              published.jobCount.wrappingSubtract(batch.count, ordering: .sequentiallyConsistent)
+              let queue = state.jobQueues[slot]
+              return JobBatch(
+                jobs: batch, serialExecutor: queue.serialExecutor,
+                taskExecutor: queue.taskExecutor, name: queue.name)
+            }
+            slot += 1
           }
-          slot += 1
-        }
-        return nil
-      }
-      guard var batch = taken else { return }
-      for job in batch.jobs {
-        if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
-          runTraced(job, of: batch)
-        } else {
-          job.runSynchronously(isolatedTo: batch.serialExecutor, taskExecutor: batch.taskExecutor)
+          return nil
+        })
+      else { return }
+      // Through a buffer pointer: iterating the array itself holds a second reference to its
+      // storage (so the `removeAll` after copied it) and, unoptimized, reads each element
+      // through a heap-allocated accessor frame; either way the path allocated per job.
+      batch.jobs.withUnsafeBufferPointer { jobs in
+        for index in jobs.indices {
+          if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
+            runTraced(jobs[index], of: batch)
+          } else {
+            jobs[index].runSynchronously(
+              isolatedTo: batch.serialExecutor, taskExecutor: batch.taskExecutor)
+          }
         }
       }
       batch.jobs.removeAll(keepingCapacity: true)

@@ -63,12 +63,13 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, @unchecked Sendab
     loop.checkIsolated()
   }
 
-  /// Whether the caller runs on the loop's thread.
+  /// `true` on the loop's thread, `nil` elsewhere, so that a failed check reaches
+  /// ``checkIsolated()`` and its message (see ``EventRunLoop/isIsolatingCurrentContext()``).
   ///
   /// ```swift
-  /// executor.isIsolatingCurrentContext()  // true on the loop's thread
+  /// executor.isIsolatingCurrentContext()  // true on the loop's thread, nil elsewhere
   /// ```
   public func isIsolatingCurrentContext() -> Bool? {
-    loop.isCurrent
+    loop.isIsolatingCurrentContext()
   }
 }

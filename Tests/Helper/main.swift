@@ -10,4 +10,9 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1].hasPrefix("core-") 
   runCoreHelper(Array(CommandLine.arguments.dropFirst()))
 }
 
+// The executor subcommands (ExecutorHelper.swift).
+if CommandLine.arguments.count > 1, CommandLine.arguments[1].hasPrefix("executor-") {
+  runExecutorHelper(Array(CommandLine.arguments.dropFirst()))
+}
+
 print("helper")
