@@ -12,14 +12,19 @@ let package = Package(
     .library(name: "RunLoopPorts", targets: ["RunLoopPorts"]),
     .library(name: "RunLoopObservers", targets: ["RunLoopObservers"]),
     .library(name: "RunLoopJournal", targets: ["RunLoopJournal"]),
+    .library(name: "RunLoopLogging", targets: ["RunLoopLogging"]),
     .executable(name: "runloop-demo", targets: ["RunLoopDemo"]),
     .executable(name: "runloop-bench", targets: ["RunLoopBench"]),
+    .executable(name: "runloop-tutorial", targets: ["RunLoopTutorial"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+    // `swift package generate-documentation` (the README's documentation command).
+    .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
   ],
   targets: [
     // Linux system calls that Glibc does not expose to Swift (epoll, eventfd, timerfd, signalfd).
@@ -55,20 +60,33 @@ let package = Package(
       pkgConfig: "libsystemd",
       providers: [.apt(["libsystemd-dev"])]
     ),
+    // The loop's context in swift-log metadata (a metadata provider): no libsystemd.
+    .target(
+      name: "RunLoopLogging",
+      dependencies: [
+        "RunLoopCore", "RunLoopObservers", .product(name: "Logging", package: "swift-log"),
+      ],
+      path: "Sources/Logging"
+    ),
     .target(
       name: "RunLoopJournal",
-      dependencies: ["RunLoopObservers", "RunLoopCore", "CSystemdJournal"],
+      dependencies: [
+        "RunLoopObservers", "RunLoopCore", "CSystemdJournal", "CRunLoopLinux",
+        .product(name: "Logging", package: "swift-log"),
+      ],
       path: "Sources/ObserversJournal"
     ),
     .executableTarget(
       name: "RunLoopDemo",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
+        "RunLoopLogging",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "Logging", package: "swift-log"),
       ],
       path: "Sources/Demo"
     ),
-    // Side-by-side benchmarks against CFRunLoop and the bare Linux calls (Docs/Performance.md).
+    // Side-by-side benchmarks against CFRunLoop and the bare Linux calls (Docs/RunLoopGuide.docc/Performance.md).
     .executableTarget(
       name: "RunLoopBench",
       dependencies: [
@@ -114,7 +132,9 @@ let package = Package(
       name: "RunLoopObserversTests",
       dependencies: [
         "RunLoopCore", "RunLoopObservers", "RunLoopJournal", "RunLoopTestSupport",
+        "RunLoopLogging",
         .product(name: "MetricsTestKit", package: "swift-metrics"),
+        .product(name: "Logging", package: "swift-log"),
       ],
       path: "Tests/ObserversTests"
     ),
@@ -123,19 +143,37 @@ let package = Package(
       dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopTestSupport"],
       path: "Tests/TimersTests"
     ),
-    // The code of the Docs/ articles, compiled so that an article cannot show code that does
-    // not build (IntegrationTests/SnippetCheckTests ties the articles to it).
+    // The guide: the DocC catalog Docs/RunLoopGuide.docc (articles and tutorial) and the code of
+    // its articles (Docs/Snippets), compiled so that an article cannot show code that does not
+    // build (IntegrationTests/SnippetCheckTests ties the articles to it). The catalog lives in
+    // Docs/ with this target because a catalog belongs to one target's folder, and the library
+    // modules' folders are fixed; its articles link to their symbols through combined docs.
     .target(
-      name: "DocSnippets",
-      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
-      path: "Docs/Snippets",
-      exclude: ["README.md"]
+      name: "RunLoopGuide",
+      dependencies: [
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
+      ],
+      path: "Docs",
+      exclude: [
+        "README.md", "Snippets/README.md", "images", "trace-schema.json", "runloop-demo.service",
+        "Tutorial",
+      ]
+    ),
+    // The tutorial "Build a traced worker service": each step's code is a file of the catalog
+    // (RunLoopGuide.docc/Resources/Tutorial), linked into Docs/Tutorial, so the package builds
+    // every step and `swift run runloop-tutorial N` runs step N.
+    .executableTarget(
+      name: "RunLoopTutorial",
+      dependencies: [
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
+      ],
+      path: "Docs/Tutorial"
     ),
     .testTarget(
       name: "IntegrationTests",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
-        "DocSnippets",
+        "RunLoopGuide", "RunLoopTutorial", "RunLoopTestSupport",
       ],
       path: "Tests/IntegrationTests"
     ),

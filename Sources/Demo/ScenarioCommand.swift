@@ -1,4 +1,5 @@
 import ArgumentParser
+import RunLoopObservers
 
 /// `runloop-demo scenario NAME`: one concept of the guide as a short narrated run.
 struct ScenarioCommand: ParsableCommand {
@@ -12,6 +13,9 @@ struct ScenarioCommand: ParsableCommand {
         runloop-demo scenario --list
         runloop-demo scenario modes
         runloop-demo scenario all        every scenario, one after the other
+        runloop-demo scenario ports --json-log ports.jsonl
+                                          trace every loop of the scenario, then draw it:
+        runloop-demo trace timeline ports.jsonl --svg ports.svg
       """
   )
 
@@ -21,8 +25,16 @@ struct ScenarioCommand: ParsableCommand {
   @Argument(help: ArgumentHelp("The scenario to run, or 'all'.", valueName: "name"))
   var name: String?
 
+  @Option(
+    name: .customLong("json-log"),
+    help: ArgumentHelp(
+      "Trace every loop of the scenario (threads it starts included) to this JSON log.",
+      valueName: "path"))
+  var jsonLog: String?
+
   func validate() throws {
     if list { return }
+    if let jsonLog, jsonLog.isEmpty { throw ValidationError("--json-log needs a path") }
     guard let name else {
       throw ValidationError("name a scenario (runloop-demo scenario --list shows them)")
     }
@@ -42,6 +54,16 @@ struct ScenarioCommand: ParsableCommand {
       return
     }
     let chosen = name == "all" ? Scenario.all : [Scenario.named(name!)!]
+    // Every loop of the process, present and future: a scenario's worker threads too.
+    var tracer: LoopTracer?
+    if let jsonLog {
+      do {
+        tracer = LoopTracer(sinks: [try JSONLinesSink(path: jsonLog)])
+      } catch {
+        throw DemoError("cannot trace to '\(jsonLog)': \(error.message)")
+      }
+      tracer?.attachToAllLoops()
+    }
     var failed: [String] = []
     for scenario in chosen {
       StandardStreams.out("== \(scenario.name): \(scenario.title)")
@@ -54,6 +76,10 @@ struct ScenarioCommand: ParsableCommand {
       }
       failed += narration.failed.map { "\(scenario.name): \($0)" }
       StandardStreams.out("")
+    }
+    if let tracer, let jsonLog {
+      tracer.close()
+      StandardStreams.out("trace: run id \(tracer.runID) in \(jsonLog)")
     }
     guard failed.isEmpty else {
       throw DemoError(

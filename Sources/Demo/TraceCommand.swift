@@ -11,33 +11,68 @@ struct TraceCommand: ParsableCommand {
     abstract: "Summarise a JSON log, or turn it into a Chrome/Perfetto trace or an SVG timeline.",
     discussion: """
       The JSON log (runloop-demo run --json-log PATH) has one record per activity, call-out \
-      and sleep of every loop (schema: Docs/TraceSchema.md).
+      and sleep of every loop (schema: Docs/RunLoopGuide.docc/TraceSchema.md).
 
         runloop-demo trace summary runloop-trace.jsonl
         runloop-demo trace export runloop-trace.jsonl --chrome trace.json   (open at ui.perfetto.dev)
         runloop-demo trace timeline runloop-trace.jsonl --svg timeline.svg  (open in a browser)
+        runloop-demo trace timeline runloop-trace.jsonl --svg slow.svg --around-slowest 3
       """,
     subcommands: [Summary.self, Export.self, Timeline.self]
   )
 
-  /// Reads a trace, turning every failure into a message for people.
-  static func records(at path: String) throws -> [TraceRecord] {
+  /// Opens a trace for streaming, turning a failure into a message for people that names
+  /// the failing call's own error.
+  static func reader(at path: String) throws -> TraceLogReader {
     ForegroundSignals.restoreDefault()
-    var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-      throw DemoError("cannot read '\(path)': no such file")
-    }
-    guard !isDirectory.boolValue else {
-      throw DemoError("cannot read '\(path)': it is a directory")
-    }
-    guard FileManager.default.isReadableFile(atPath: path) else {
-      throw DemoError("cannot read '\(path)': permission denied")
-    }
     do {
-      return try TraceLog.read(contentsOf: path)
+      return try TraceLogReader(path: path)
     } catch {
-      throw DemoError("'\(path)' is not a runloop JSON log: \(error.message)")
+      throw DemoError("cannot read '\(path)': \(reason(error))")
     }
+  }
+
+  /// Reads every record of a trace into memory, skipping bad lines (the timeline needs
+  /// them all: its window and its slowest call-out are found over the whole trace).
+  static func records(at path: String) throws -> [TraceRecord] {
+    let reader = try reader(at: path)
+    var records: [TraceRecord] = []
+    try forEach(reader) { records.append($0) }
+    try finish(reader)
+    return records
+  }
+
+  /// Reads every record of `reader` into `body`.
+  static func forEach(_ reader: TraceLogReader, _ body: (TraceRecord) throws -> Void) throws {
+    while true {
+      let record: TraceRecord?
+      do {
+        record = try reader.next()
+      } catch {
+        throw DemoError("cannot read '\(reader.name)': \(reason(error))")
+      }
+      guard let record else { return }
+      try body(record)
+    }
+  }
+
+  /// After reading: an error when the file held no record (empty, or not a trace at all);
+  /// otherwise a note on standard error for the lines skipped.
+  static func finish(_ reader: TraceLogReader) throws {
+    guard reader.records > 0 else {
+      if let note = reader.badLineSummary {
+        throw DemoError("'\(reader.name)' is not a runloop JSON log: \(note)")
+      }
+      throw DemoError("'\(reader.name)' is empty: it holds no trace records")
+    }
+    if let note = reader.badLineSummary {
+      StandardStreams.error("runloop-demo: '\(reader.name)': \(note)")
+    }
+  }
+
+  /// The `errno` text of a failed call, or the error's message.
+  static func reason(_ error: RunLoopError) -> String {
+    error.systemError.map { String(cString: strerror($0)) } ?? error.message
   }
 
   /// Writes `data` to `path`, turning a failure into a message for people.
@@ -79,12 +114,24 @@ struct TraceCommand: ParsableCommand {
     }
 
     func run() throws {
-      let records = try TraceCommand.records(at: file)
-      let runs = Set(records.map(\.run))
+      let reader = try TraceCommand.reader(at: file)
+      var builder = TraceSummary.Builder()
+      // The run ids, a few of them: a damaged log could have one per line.
+      var runs = Set<String>()
+      var moreRuns = false
+      try TraceCommand.forEach(reader) { record in
+        builder.add(record)
+        if runs.count < 20 || runs.contains(record.run) {
+          runs.insert(record.run)
+        } else {
+          moreRuns = true
+        }
+      }
+      try TraceCommand.finish(reader)
+      let names = runs.sorted().joined(separator: ", ") + (moreRuns ? " and more" : "")
       StandardStreams.out(
-        "\(records.count) records, run id\(runs.count == 1 ? "" : "s") \(runs.sorted().joined(separator: ", "))"
-      )
-      StandardStreams.write(1, TraceSummary(records: records, top: top).text)
+        "\(reader.records) records, run id\(runs.count == 1 ? "" : "s") \(names)")
+      StandardStreams.write(1, builder.summary(top: top).text)
     }
   }
 
@@ -100,22 +147,37 @@ struct TraceCommand: ParsableCommand {
     var chrome: String
 
     func run() throws {
-      let records = try TraceCommand.records(at: file)
-      let data: Data
+      let reader = try TraceCommand.reader(at: file)
+      let events: Int
       do {
-        data = try ChromeTrace.json(from: records)
+        events = try ChromeTrace.write(from: reader, toFileAt: chrome)
       } catch {
-        throw DemoError("cannot build the Chrome trace: \(error.message)")
+        let failedCall = error.message.hasPrefix("read(") ? "read '\(file)'" : "write '\(chrome)'"
+        throw DemoError("cannot \(failedCall): \(TraceCommand.reason(error))")
       }
-      try TraceCommand.write(data, to: chrome)
-      StandardStreams.out("wrote \(chrome): \(records.count) records as Chrome trace events")
+      do {
+        try TraceCommand.finish(reader)
+      } catch {
+        unlink(chrome)
+        throw error
+      }
+      StandardStreams.out(
+        "wrote \(chrome): \(reader.records) records as \(events) Chrome trace events")
     }
   }
 
   struct Timeline: ParsableCommand {
     static let configuration = CommandConfiguration(
       abstract:
-        "Draw an SVG timeline: a row per thread, blue asleep, grey awake, orange in call-outs.")
+        "Draw an SVG timeline: a row per thread, runs shaded by mode, sleeps, labelled call-outs, stalls.",
+      discussion: """
+        Times are from the trace's first record, as on the picture's axis: seconds or with a \
+        unit (0.5, 120ms, 1m2s).
+
+          runloop-demo trace timeline t.jsonl --svg all.svg
+          runloop-demo trace timeline t.jsonl --svg zoom.svg --from 1.2 --to 1250ms
+          runloop-demo trace timeline t.jsonl --svg slow.svg --around-slowest 3
+        """)
 
     @Argument(help: ArgumentHelp("The JSON log.", valueName: "file"))
     var file: String
@@ -126,17 +188,78 @@ struct TraceCommand: ParsableCommand {
     @Option(name: .long, help: "Width of the picture in pixels (200 to 20000).")
     var width: Int = 1200
 
+    @Option(name: .long, help: ArgumentHelp("Start of the window.", valueName: "time"))
+    var from: String?
+
+    @Option(name: .long, help: ArgumentHelp("End of the window.", valueName: "time"))
+    var to: String?
+
+    @Option(
+      name: .customLong("around-slowest"),
+      help: ArgumentHelp("Zoom in on the N slowest call-outs.", valueName: "N"))
+    var aroundSlowest: Int?
+
+    @Option(
+      name: .customLong("stall-threshold"),
+      help: ArgumentHelp("Mark call-outs at least this long as stalls.", valueName: "duration"))
+    var stallThreshold: DurationArgument = DurationArgument(.milliseconds(50))
+
     func validate() throws {
       guard (200...20_000).contains(width) else {
         throw ValidationError("--width must be between 200 and 20000, not \(width)")
       }
+      for (name, value) in [("--from", from), ("--to", to)] {
+        if let value, Self.nanoseconds(value) == nil {
+          throw ValidationError("\(name) takes a time such as 1.5, 120ms or 1m2s, not '\(value)'")
+        }
+      }
+      if let from, let to, let start = Self.nanoseconds(from), let end = Self.nanoseconds(to),
+        end <= start
+      {
+        throw ValidationError("--to (\(to)) must be after --from (\(from))")
+      }
+      if let aroundSlowest {
+        guard aroundSlowest >= 1 else {
+          throw ValidationError("--around-slowest needs at least 1, not \(aroundSlowest)")
+        }
+        guard from == nil && to == nil else {
+          throw ValidationError("--around-slowest chooses the window: leave out --from and --to")
+        }
+      }
+    }
+
+    /// `text` as nanoseconds (0 allowed), or `nil` when it is not a time.
+    static func nanoseconds(_ text: String) -> Int64? {
+      guard let seconds = DurationArgument.seconds(of: text), seconds.isFinite, seconds >= 0,
+        seconds < 9e9
+      else { return nil }
+      return Int64((seconds * 1e9).rounded())
     }
 
     func run() throws {
       let records = try TraceCommand.records(at: file)
-      let text = TraceTimeline.svg(from: records, width: width)
+      var options = TraceTimeline.Options(
+        width: width, from: from.flatMap(Self.nanoseconds), to: to.flatMap(Self.nanoseconds),
+        stallThreshold: Int64(stallThreshold.seconds * 1e9))
+      if let aroundSlowest {
+        guard let window = TraceTimeline.window(aroundSlowest: aroundSlowest, in: records) else {
+          throw DemoError("'\(file)' has no call-out to zoom in on")
+        }
+        options.from = window.from
+        options.to = window.to
+      }
+      let text = TraceTimeline.svg(from: records, options: options)
       try TraceCommand.write(Data(text.utf8), to: svg)
-      StandardStreams.out("wrote \(svg): \(TraceTimeline.spans(from: records).count) spans")
+      let window =
+        options.from == nil && options.to == nil
+        ? ""
+        : " (window \(Self.milliseconds(options.from ?? 0)) to \(options.to.map(Self.milliseconds) ?? "end"))"
+      StandardStreams.out(
+        "wrote \(svg): \(TraceTimeline.spans(from: records).count) spans\(window)")
+    }
+
+    static func milliseconds(_ nanoseconds: Int64) -> String {
+      "\((Double(nanoseconds) / 1e4).rounded() / 100) ms"
     }
   }
 }

@@ -4,7 +4,8 @@ import Glibc
 import RunLoopCore
 
 /// The lossless trace sink: one JSON object per line (JSON Lines), schema version
-/// ``TraceRecord/schemaVersion`` (see `Docs/TraceSchema.md` and `Docs/trace-schema.json`).
+/// ``TraceRecord/schemaVersion`` (see `Docs/RunLoopGuide.docc/TraceSchema.md` and
+/// `Docs/trace-schema.json`).
 ///
 /// The loop thread only appends each record to an in-memory queue (as a compact event with
 /// no strings in it, when it comes from a ``LoopTracer``); a writer thread builds the records,
@@ -49,12 +50,18 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendabl
   /// Creates (or truncates, or with `append` extends) the file at `path` and starts the
   /// writer thread.
   ///
+  /// The file is opened without blocking: `path` may name a FIFO, and opening a FIFO for
+  /// writing would otherwise wait, uninterruptibly for a program that blocks its signals,
+  /// until some process opens it for reading. With no reader yet, the initializer throws
+  /// at once with ``/RunLoopCore/RunLoopError/systemError`` `ENXIO`; a caller that wants to
+  /// wait for the reader retries (checking its own signals between tries).
+  ///
   /// - Parameters:
   ///   - path: the file.
   ///   - append: add to the file instead of truncating it.
   ///   - closeTimeout: how long ``close()`` waits for the writer.
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/systemCallFailed`` when the file cannot be
-  ///   opened.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when the file cannot be
+  ///   opened (`ENXIO`: a FIFO nobody reads).
   ///
   /// ```swift
   /// let sink = try JSONLinesSink(path: "trace.jsonl", append: true)
@@ -62,11 +69,20 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendabl
   public convenience init(path: String, append: Bool = false, closeTimeout: Duration = .seconds(10))
     throws(RunLoopError)
   {
-    let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
+    let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (append ? O_APPEND : O_TRUNC)
     let descriptor = open(path, flags, 0o644)
     guard descriptor >= 0 else {
-      throw RunLoopError.systemCall("open(\(path))", errno: errno)
+      let error = errno
+      guard error == ENXIO else { throw RunLoopError.systemCall("open(\(path))", errno: error) }
+      throw RunLoopError(
+        code: .systemCallFailed,
+        message: "open(\(path)) failed: it is a FIFO and no process has it open for reading "
+          + "(errno \(error))",
+        systemError: error)
     }
+    // Writes block again: the writer thread is there to wait for slow readers.
+    let status = fcntl(descriptor, F_GETFL)
+    if status >= 0 { _ = fcntl(descriptor, F_SETFL, status & ~O_NONBLOCK) }
     self.init(ownedDescriptor: descriptor, path: path, closeTimeout: closeTimeout)
   }
 
@@ -76,7 +92,7 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendabl
   /// - Parameters:
   ///   - fileDescriptor: the descriptor.
   ///   - closeTimeout: how long ``close()`` waits for the writer.
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/systemCallFailed`` when the descriptor is not
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when the descriptor is not
   ///   usable.
   ///
   /// ```swift
@@ -169,6 +185,16 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendabl
     writer.close(timeout: timeout)
   }
 
+  /// ``close(timeout:)`` with the time left until `deadline` (none when it has passed: the
+  /// writer is told to finish, and the call returns whether it already had).
+  ///
+  /// ```swift
+  /// let done = sink.close(before: .now + .seconds(2))
+  /// ```
+  public func close(before deadline: ContinuousClock.Instant) -> Bool {
+    writer.close(timeout: max(.zero, deadline - ContinuousClock.now))
+  }
+
   /// The most records that waited in the queue at once.
   ///
   /// ```swift
@@ -188,7 +214,8 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendabl
       recordsWritten: counts.written, recordsPending: writer.pending,
       recordsLost: counts.lost, writeErrors: counts.errors,
       lastError: counts.lastError == 0 ? nil : counts.lastError,
-      queueHighWater: writer.highWater, closed: writer.isFinished)
+      queueHighWater: writer.highWater, closed: writer.isFinished,
+      fileRemoved: counts.fileRemoved, partialRecords: counts.partial)
   }
 }
 
@@ -200,12 +227,20 @@ final class _JSONLinesFile: @unchecked Sendable {
     var lost: UInt64 = 0
     var errors: UInt64 = 0
     var lastError: Int32 = 0
+    // Records cut short by a failed write that could not be taken back out of the file.
+    var partial: UInt64 = 0
+    var fileRemoved = false
   }
 
   // Touched by the writer thread only (and by close() before any writer thread ran).
   private var descriptor: Int32
   private var sigpipeBlocked = false
   private let chunkLimit: Int
+  private let regular: Bool
+  // The file ends inside a record that a failed write cut short and that could not be
+  // truncated away: the next write starts with a newline, so later records stay lines of
+  // their own instead of being glued onto it.
+  private var endsInsideARecord = false
   // Touched by the writer thread only: the bytes of a batch and where its lines end, kept
   // between batches; the encoder of the tracers' events.
   private let buffer = _LineBuffer()
@@ -219,6 +254,7 @@ final class _JSONLinesFile: @unchecked Sendable {
     self.encoder = _JSONEventEncoder(sources: sources)
     var info = stat()
     let regular = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    self.regular = regular
     // A pipe or socket takes up to PIPE_BUF bytes in one piece; a regular file opened with
     // O_APPEND appends each write(2) whole, so larger chunks are safe there.
     self.chunkLimit = regular ? 1 << 18 : Int(PIPE_BUF)
@@ -273,14 +309,20 @@ final class _JSONLinesFile: @unchecked Sendable {
         lastLine += 1
       }
       let end = lineEnds[lastLine]
-      let error = writeFully(buffer.bytes.baseAddress! + start, end - start)
+      let (done, error) = writeChunk(buffer.bytes.baseAddress! + start, end - start)
+      // The lines of the chunk that reached the file whole, and whether one was cut short.
+      var whole = 0
+      while firstLine + whole <= lastLine, lineEnds[firstLine + whole] - start <= done {
+        whole += 1
+      }
+      let wholeBytes = whole == 0 ? 0 : lineEnds[firstLine + whole - 1] - start
+      let cut = error != 0 && done > wholeBytes && !takeBack(done - wholeBytes)
       let lines = UInt64(lastLine - firstLine + 1)
       let firstFailure = state.withLock { counts -> Bool in
-        guard error != 0 else {
-          counts.written += lines
-          return false
-        }
-        counts.lost += lines
+        counts.written += UInt64(whole)
+        guard error != 0 else { return false }
+        counts.lost += lines - UInt64(whole)
+        if cut { counts.partial += 1 }
         counts.errors += 1
         counts.lastError = error
         return counts.errors == 1
@@ -296,10 +338,41 @@ final class _JSONLinesFile: @unchecked Sendable {
     }
   }
 
+  /// Writes one chunk of whole lines; returns how many of its bytes reached the file and 0
+  /// or the errno that stopped it. A file left inside a record by an earlier failure gets
+  /// its newline first.
+  private func writeChunk(_ base: UnsafeRawPointer, _ count: Int) -> (done: Int, error: Int32) {
+    if endsInsideARecord {
+      var newline = UInt8(ascii: "\n")
+      let (written, error) = writeFully(&newline, 1)
+      guard written == 1 else { return (0, error) }
+      endsInsideARecord = false
+    }
+    return writeFully(base, count)
+  }
+
+  /// Removes the last `count` bytes written (the start of a record a failed write cut
+  /// short), so that the file still ends on a whole line; returns whether it could. Only a
+  /// regular file can be cut back; in anything else the cut record stays, and the next
+  /// write starts on a new line.
+  private func takeBack(_ count: Int) -> Bool {
+    if regular {
+      let end = lseek(descriptor, 0, SEEK_CUR)
+      if end >= count, ftruncate(descriptor, end - off_t(count)) == 0,
+        lseek(descriptor, end - off_t(count), SEEK_SET) >= 0
+      {
+        return true
+      }
+    }
+    endsInsideARecord = true
+    return false
+  }
+
   /// Writes `count` bytes, retrying after interruptions, partial writes and (for a
-  /// non-blocking descriptor) until it takes data; returns 0 or the errno.
-  private func writeFully(_ base: UnsafeRawPointer, _ count: Int) -> Int32 {
-    guard descriptor >= 0 else { return EBADF }
+  /// non-blocking descriptor) until it takes data; returns how many bytes were written
+  /// and 0 or the errno that stopped it.
+  private func writeFully(_ base: UnsafeRawPointer, _ count: Int) -> (done: Int, error: Int32) {
+    guard descriptor >= 0 else { return (0, EBADF) }
     var done = 0
     while done < count {
       let result = Glibc.write(descriptor, base + done, count - done)
@@ -315,9 +388,9 @@ final class _JSONLinesFile: @unchecked Sendable {
         _ = poll(&wait, 1, -1)
         continue
       }
-      return error
+      return (done, error)
     }
-    return 0
+    return (done, 0)
   }
 
   /// Takes the SIGPIPE the failed write left pending on this thread (it is blocked here).
@@ -331,6 +404,12 @@ final class _JSONLinesFile: @unchecked Sendable {
 
   func close() {
     guard descriptor >= 0 else { return }
+    // A file deleted while it was written took every record with it, though each write
+    // succeeded: say so in the statistics.
+    var info = stat()
+    if regular, fstat(descriptor, &info) == 0, info.st_nlink == 0 {
+      state.withLock { $0.fileRemoved = true }
+    }
     Glibc.close(descriptor)
     descriptor = -1
   }

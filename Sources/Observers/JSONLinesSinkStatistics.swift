@@ -48,6 +48,31 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
   /// let closed = stats.closed
   /// ```
   public var closed: Bool
+  /// Whether the file had been deleted (no name left) when the writer closed it: every
+  /// record "written" went to a file nobody can open any more.
+  ///
+  /// ```swift
+  /// if stats.fileRemoved { print("the trace file was deleted while it was written") }
+  /// ```
+  public var fileRemoved: Bool
+  /// Records a failed write cut short that could not be taken back out (only a regular file
+  /// can be truncated): each left one line that is not a whole record, with the records
+  /// after it on lines of their own. Counted in ``recordsLost`` too.
+  ///
+  /// ```swift
+  /// let damagedLines = stats.partialRecords
+  /// ```
+  public var partialRecords: UInt64
+
+  /// Whether every record queued reached a file that still has its name: none lost, none
+  /// still pending, the file not deleted. What a program checks before it reports its trace
+  /// as written.
+  ///
+  /// ```swift
+  /// sink.close()
+  /// if !sink.statistics.isComplete { print("the trace is incomplete") }
+  /// ```
+  public var isComplete: Bool { recordsLost == 0 && recordsPending == 0 && !fileRemoved }
 
   /// Creates statistics (the sink does this).
   ///
@@ -58,7 +83,8 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
   /// ```
   public init(
     recordsWritten: UInt64, recordsPending: UInt64, recordsLost: UInt64, writeErrors: UInt64,
-    lastError: Int32?, queueHighWater: Int, closed: Bool
+    lastError: Int32?, queueHighWater: Int, closed: Bool, fileRemoved: Bool = false,
+    partialRecords: UInt64 = 0
   ) {
     self.recordsWritten = recordsWritten
     self.recordsPending = recordsPending
@@ -67,5 +93,7 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
     self.lastError = lastError
     self.queueHighWater = queueHighWater
     self.closed = closed
+    self.fileRemoved = fileRemoved
+    self.partialRecords = partialRecords
   }
 }

@@ -151,14 +151,38 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// tracer.close()
   /// ```
   public func close() {
+    guard beginClose() else { return }
+    for sink in sinks { sink.close() }
+  }
+
+  /// Like ``close()``, with one bound for all the sinks together rather than each sink's
+  /// own in turn: every sink gets the same deadline (``TraceSink/close(before:)``). Returns
+  /// whether every sink wrote everything; a sink that did not says what it left behind in
+  /// its statistics. A second call returns `true` at once.
+  ///
+  /// ```swift
+  /// if !tracer.close(timeout: .seconds(5)) { print("some trace records were not written") }
+  /// ```
+  @discardableResult
+  public func close(timeout: Duration) -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    guard beginClose() else { return true }
+    var complete = true
+    for sink in sinks where !sink.close(before: deadline) { complete = false }
+    return complete
+  }
+
+  /// Marks the tracer closed, detaches and lets go of the strings; `false` when it was
+  /// closed already.
+  private func beginClose() -> Bool {
     let first = state.withLock { state -> Bool in
       defer { state.closed = true }
       return !state.closed
     }
-    guard first else { return }
+    guard first else { return false }
     detach()
     releaseTables()
-    for sink in sinks { sink.close() }
+    return true
   }
 
   // A tracer that is simply let go (detached, the last reference dropped) releases its
@@ -184,6 +208,9 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// loop.addInstrument(tracer)  // the loop calls this on its thread
   /// ```
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
+    if _loopContextPublished.load(ordering: .relaxed) {
+      _LoopContextSlot.forCurrentThread.reach(activity, run: runID, info)
+    }
     var event = makeEvent(.activity, loop, info, timestamp: _TraceClock.monotonicNow())
     event.activity = activity.rawValue
     send(&event, mode: info.mode.name)
@@ -196,6 +223,9 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// ```
   public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
   {
+    if _loopContextPublished.load(ordering: .relaxed) {
+      _LoopContextSlot.existing?.endCallout()
+    }
     var event = makeEvent(
       .callout, loop, info, timestamp: _TraceClock.nanoseconds(of: callout.start))
     event.duration = _TraceClock.nanoseconds(callout.duration)

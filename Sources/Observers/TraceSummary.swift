@@ -119,45 +119,109 @@ public struct TraceSummary: Sendable, Hashable {
   /// let summary = TraceSummary(records: records, top: 5)
   /// ```
   public init(records: [TraceRecord], top: Int = 10) {
-    var byLoop: [UInt64: [TraceRecord]] = [:]
-    for record in records { byLoop[record.loop, default: []].append(record) }
-    loops = byLoop.keys.sorted().map { id in
-      let records = byLoop[id]!
-      let first = records.map(\.timestamp).min() ?? 0
-      let last = records.map(\.endTimestamp).max() ?? first
+    var builder = Builder()
+    for record in records { builder.add(record) }
+    self = builder.summary(top: top)
+  }
+
+  /// Summarises a trace as it is read, in memory that grows with the loops and distinct
+  /// call-outs, not with the records: what `runloop-demo trace summary` uses on logs of any
+  /// size.
+  ///
+  /// ```swift
+  /// var builder = TraceSummary.Builder()
+  /// let reader = try TraceLogReader(path: "trace.jsonl")
+  /// while let record = try reader.next() { builder.add(record) }
+  /// print(builder.summary(top: 5).text)
+  /// ```
+  public struct Builder: Sendable {
+    private struct Totals: Sendable {
+      var thread: String
+      var tid: Int32
+      var first: Int64
+      var last: Int64
+      var iterations: UInt64 = 0
+      var asleep: Int64 = 0
       var callouts: [String: Callout] = [:]
-      var lateness = Histogram<UInt64>(
-        lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000,
-        numberOfSignificantValueDigits: .three)
-      lateness.autoResize = true
-      for record in records where record.record == .callout {
+      var lateness: Histogram<UInt64>
+    }
+
+    private var loops: [UInt64: Totals] = [:]
+
+    /// Creates an empty builder.
+    ///
+    /// ```swift
+    /// var builder = TraceSummary.Builder()
+    /// ```
+    public init() {}
+
+    /// Adds one record.
+    ///
+    /// ```swift
+    /// builder.add(record)
+    /// ```
+    public mutating func add(_ record: TraceRecord) {
+      if loops[record.loop] == nil {
+        var lateness = Histogram<UInt64>(
+          lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000,
+          numberOfSignificantValueDigits: .three)
+        lateness.autoResize = true
+        loops[record.loop] = Totals(
+          thread: record.thread, tid: record.tid, first: record.timestamp,
+          last: record.endTimestamp, lateness: lateness)
+      }
+      Self.add(record, to: &loops[record.loop]!)
+    }
+
+    private static func add(_ record: TraceRecord, to totals: inout Totals) {
+      totals.first = min(totals.first, record.timestamp)
+      totals.last = max(totals.last, record.endTimestamp)
+      switch record.record {
+      case .activity:
+        if record.activity == "beforeTimers" { totals.iterations += 1 }
+      case .sleep:
+        // Saturating: the summary reads logs written by anyone, damaged ones included.
+        totals.asleep = totals.asleep.saturatingAdding(record.duration ?? 0)
+      case .callout:
         let key = "\(record.calloutKind ?? "")\u{0}\(record.calloutName ?? "")"
         var entry =
-          callouts[key]
+          totals.callouts[key]
           ?? Callout(
             kind: record.calloutKind ?? "", name: record.calloutName ?? "", count: 0,
             totalNanoseconds: 0)
         entry.count += 1
         entry.totalNanoseconds = entry.totalNanoseconds.saturatingAdding(record.duration ?? 0)
-        callouts[key] = entry
+        totals.callouts[key] = entry
         if record.calloutKind == "timer", let late = record.lateness {
-          _ = lateness.record(UInt64(max(0, late)))
+          _ = totals.lateness.record(UInt64(max(0, late)))
         }
       }
-      return Loop(
-        loop: id, thread: records.first?.thread ?? "", tid: records.first?.tid ?? 0,
-        iterations: UInt64(records.filter { $0.activity == "beforeTimers" }.count),
-        // Saturating: the summary reads logs written by anyone, damaged ones included.
-        spanNanoseconds: last.saturatingSubtracting(first),
-        asleepNanoseconds: records.filter { $0.record == .sleep }.reduce(0) {
-          $0.saturatingAdding($1.duration ?? 0)
-        },
-        topCallouts: Array(
-          callouts.values.sorted {
-            ($0.totalNanoseconds, $1.name) > ($1.totalNanoseconds, $0.name)
-          }.prefix(top)),
-        timerLateness: _LoopAccumulator.latency(lateness))
     }
+
+    /// The summary of the records added, keeping the `top` call-outs by time per loop.
+    ///
+    /// ```swift
+    /// let summary = builder.summary(top: 5)
+    /// ```
+    public func summary(top: Int = 10) -> TraceSummary {
+      TraceSummary(
+        loops: loops.keys.sorted().map { id in
+          let totals = loops[id]!
+          return Loop(
+            loop: id, thread: totals.thread, tid: totals.tid, iterations: totals.iterations,
+            spanNanoseconds: totals.last.saturatingSubtracting(totals.first),
+            asleepNanoseconds: totals.asleep,
+            topCallouts: Array(
+              totals.callouts.values.sorted {
+                ($0.totalNanoseconds, $1.name) > ($1.totalNanoseconds, $0.name)
+              }.prefix(top)),
+            timerLateness: _LoopAccumulator.latency(totals.lateness))
+        })
+    }
+  }
+
+  private init(loops: [Loop]) {
+    self.loops = loops
   }
 
   /// The summary as text for people.

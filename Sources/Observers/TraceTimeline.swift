@@ -1,6 +1,10 @@
-/// Renders a trace as an SVG timeline: one row per thread, showing when each loop slept
-/// (blue), woke and ran its own machinery (grey: in a run, neither asleep nor in a call-out)
-/// and worked in call-outs (orange), on a common time axis in milliseconds.
+/// Renders a trace as an SVG timeline: one row per thread, showing each run of its loop as a
+/// band shaded by the run's mode (a nested run as a narrower band inside it), when the loop
+/// slept (blue), and its call-outs coloured by kind and labelled with their names where they
+/// are wide enough, on a time axis in milliseconds from the trace's first record. Call-outs
+/// longer than a threshold are marked as stalls (red). A window (``Options/from`` and
+/// ``Options/to``, or ``window(aroundSlowest:in:)``) zooms in on part of a long trace, where
+/// microsecond call-outs become visible.
 ///
 /// ```swift
 /// let svg = TraceTimeline.svg(from: try TraceLog.read(contentsOf: "/tmp/loop.jsonl"))
@@ -56,136 +60,196 @@ public enum TraceTimeline {
     /// let label = span.label
     /// ```
     public var label: String
+    /// The mode of the run the span is in.
+    ///
+    /// ```swift
+    /// let mode = span.mode
+    /// ```
+    public var mode: String
+    /// How many runs of the loop were active (1 for an outermost run); a nested run's own
+    /// span has its depth.
+    ///
+    /// ```swift
+    /// let nested = spans.filter { $0.state == .waking && $0.depth > 1 }
+    /// ```
+    public var depth: Int
 
     /// Creates a span.
     ///
     /// ```swift
     /// let span = TraceTimeline.Span(tid: 7, state: .sleeping, start: 0, end: 1_000, label: "")
     /// ```
-    public init(tid: Int32, state: State, start: Int64, end: Int64, label: String) {
+    public init(
+      tid: Int32, state: State, start: Int64, end: Int64, label: String, mode: String = "",
+      depth: Int = 1
+    ) {
       self.tid = tid
       self.state = state
       self.start = start
       self.end = end
       self.label = label
+      self.mode = mode
+      self.depth = depth
     }
   }
 
-  /// The spans of `records`: runs (outermost entry to exit) as waking, with sleeps and
-  /// call-outs on top.
+  /// What to draw.
+  ///
+  /// ```swift
+  /// let options = TraceTimeline.Options(width: 1600, from: 2_000_000, to: 4_000_000)
+  /// ```
+  public struct Options: Sendable, Hashable {
+    /// The drawing's width in pixels (at least 400).
+    ///
+    /// ```swift
+    /// options.width = 1600
+    /// ```
+    public var width: Int
+    /// The start of the window, in nanoseconds after the trace's first record; `nil` for
+    /// the trace's start.
+    ///
+    /// ```swift
+    /// options.from = 120_000_000  // 120 ms into the trace
+    /// ```
+    public var from: Int64?
+    /// The end of the window, in nanoseconds after the trace's first record; `nil` for the
+    /// trace's end.
+    ///
+    /// ```swift
+    /// options.to = 180_000_000
+    /// ```
+    public var to: Int64?
+    /// A call-out at least this long (nanoseconds) is marked as a stall.
+    ///
+    /// ```swift
+    /// options.stallThreshold = 20_000_000  // 20 ms
+    /// ```
+    public var stallThreshold: Int64
+
+    /// Creates options.
+    ///
+    /// ```swift
+    /// let options = TraceTimeline.Options(from: 0, to: 50_000_000)
+    /// ```
+    public init(
+      width: Int = 1200, from: Int64? = nil, to: Int64? = nil,
+      stallThreshold: Int64 = 50_000_000
+    ) {
+      self.width = width
+      self.from = from
+      self.to = to
+      self.stallThreshold = stallThreshold
+    }
+  }
+
+  /// The spans of `records`: every run (outermost and nested, with its mode and depth) as
+  /// waking, with sleeps and call-outs on top.
   ///
   /// ```swift
   /// let sleeping = TraceTimeline.spans(from: records).filter { $0.state == .sleeping }
   /// ```
   public static func spans(from records: [TraceRecord]) -> [Span] {
     var spans: [Span] = []
-    var runStart: [Int32: Int64] = [:]
+    // Per thread, the runs entered and not yet exited: start, mode, depth.
+    var open: [Int32: [(start: Int64, mode: String, depth: Int)]] = [:]
     var last: [Int32: Int64] = [:]
     for record in records {
       last[record.tid] = max(last[record.tid] ?? 0, record.endTimestamp)
       switch record.record {
-      case .activity where record.activity == "entry" && record.depth == 1:
-        runStart[record.tid] = record.timestamp
-      case .activity where record.activity == "exit" && record.depth == 1:
-        let start = runStart.removeValue(forKey: record.tid) ?? record.timestamp
+      case .activity where record.activity == "entry":
+        open[record.tid, default: []].append((record.timestamp, record.mode, record.depth))
+      case .activity where record.activity == "exit":
+        // A run whose entry was before the trace began starts at the trace's first record of
+        // its thread.
+        let run =
+          open[record.tid]?.popLast()
+          ?? (
+            records.first { $0.tid == record.tid }?.timestamp ?? record.timestamp, record.mode,
+            record.depth
+          )
         spans.append(
-          Span(tid: record.tid, state: .waking, start: start, end: record.timestamp, label: "run"))
+          Span(
+            tid: record.tid, state: .waking, start: run.start, end: record.timestamp,
+            label: "run \(run.mode)", mode: run.mode, depth: run.depth))
       case .activity:
         break
       case .callout:
         spans.append(
           Span(
             tid: record.tid, state: .working, start: record.timestamp, end: record.endTimestamp,
-            label: "\(record.calloutKind ?? ""): \(record.calloutName ?? "")"))
+            label: "\(record.calloutKind ?? ""): \(record.calloutName ?? "")", mode: record.mode,
+            depth: record.depth))
       case .sleep:
         spans.append(
           Span(
             tid: record.tid, state: .sleeping, start: record.timestamp,
-            end: record.endTimestamp, label: "sleep"))
+            end: record.endTimestamp, label: "sleep", mode: record.mode, depth: record.depth))
       }
     }
-    for (tid, start) in runStart {
-      spans.append(
-        Span(tid: tid, state: .waking, start: start, end: last[tid] ?? start, label: "run"))
+    for (tid, runs) in open {
+      for run in runs {
+        spans.append(
+          Span(
+            tid: tid, state: .waking, start: run.start, end: last[tid] ?? run.start,
+            label: "run \(run.mode)", mode: run.mode, depth: run.depth))
+      }
     }
-    // Runs first, so that sleeps and call-outs are drawn over them.
+    // Runs first, outer before inner, so that nested runs, sleeps and call-outs are drawn
+    // over them.
     return spans.sorted {
-      ($0.state == .waking ? 0 : 1, $0.start) < ($1.state == .waking ? 0 : 1, $1.start)
+      ($0.state == .waking ? $0.depth : 1_000, $0.start, $0.tid)
+        < ($1.state == .waking ? $1.depth : 1_000, $1.start, $1.tid)
     }
   }
 
-  /// The SVG document.
+  /// A window (nanoseconds after the trace's first record, as ``Options/from`` and
+  /// ``Options/to`` take) around the `count` slowest call-outs: from a little before the
+  /// first of them to a little after the last, so that they fill most of the picture.
+  /// `nil` when the trace has no call-out.
   ///
-  /// - Parameter width: the drawing's width in pixels.
+  /// ```swift
+  /// if let window = TraceTimeline.window(aroundSlowest: 3, in: records) {
+  ///   let svg = TraceTimeline.svg(from: records, options: .init(from: window.from, to: window.to))
+  /// }
+  /// ```
+  public static func window(aroundSlowest count: Int, in records: [TraceRecord]) -> (
+    from: Int64, to: Int64
+  )? {
+    let origin = records.map(\.timestamp).min() ?? 0
+    let slowest = records.filter { $0.record == .callout }
+      .sorted { ($0.duration ?? 0, $1.seq) > ($1.duration ?? 0, $0.seq) }
+      .prefix(max(count, 1))
+    guard let first = slowest.map(\.timestamp).min(), let end = slowest.map(\.endTimestamp).max()
+    else { return nil }
+    // A margin of a quarter of the covered time on each side, and at least 0.2 ms.
+    let margin = max((Double(end) - Double(first)) / 4, 200_000)
+    let from = max(0, Double(first) - Double(origin) - margin)
+    let to = Double(end) - Double(origin) + margin
+    // Below Int64.max as a Double: a damaged log's times may span more than Int64 holds.
+    let limit = 9.2e18
+    return (Int64(min(from, limit)), Int64(min(to, limit)))
+  }
+
+  /// The SVG document of the whole trace.
+  ///
+  /// - Parameters:
+  ///   - records: the trace, in any order.
+  ///   - width: the drawing's width in pixels.
   ///
   /// ```swift
   /// let svg = TraceTimeline.svg(from: records, width: 1600)
   /// ```
   public static func svg(from records: [TraceRecord], width: Int = 1200) -> String {
-    let spans = spans(from: records)
-    var threads: [(tid: Int32, name: String)] = []
-    for record in records where !threads.contains(where: { $0.tid == record.tid }) {
-      threads.append((record.tid, "\(record.thread) (tid \(record.tid), loop \(record.loop))"))
-    }
-    let start = records.map(\.timestamp).min() ?? 0
-    let end = max(records.map(\.endTimestamp).max() ?? 0, start.saturatingAdding(1))
-    let labelWidth = 260.0
-    let plotWidth = Double(max(width, 400)) - labelWidth - 20
-    let rowHeight = 28.0
-    let top = 40.0
-    let height = top + rowHeight * Double(max(threads.count, 1)) + 50
-    // Differences in Double: a damaged log's times may span more than Int64 holds.
-    let scale = plotWidth / (Double(end) - Double(start))
-    func x(_ time: Int64) -> Double { labelWidth + (Double(time) - Double(start)) * scale }
+    svg(from: records, options: Options(width: width))
+  }
 
-    var svg = """
-      <?xml version="1.0" encoding="UTF-8"?>
-      <svg xmlns="http://www.w3.org/2000/svg" width="\(max(width, 400))" height="\(Int(height))" \
-      font-family="monospace" font-size="11">
-      <title>Run-loop timeline</title>
-      <rect x="0" y="0" width="100%" height="100%" fill="white"/>
-
-      """
-    let legend: [(String, String)] = [
-      ("sleeping", color(.sleeping)), ("waking", color(.waking)), ("working", color(.working)),
-    ]
-    for (index, item) in legend.enumerated() {
-      let lx = labelWidth + Double(index) * 110
-      svg += "<rect x=\"\(fmt(lx))\" y=\"10\" width=\"12\" height=\"12\" fill=\"\(item.1)\"/>"
-      svg += "<text x=\"\(fmt(lx + 16))\" y=\"20\">\(item.0)</text>\n"
-    }
-    for (row, thread) in threads.enumerated() {
-      let y = top + Double(row) * rowHeight
-      svg += "<text x=\"4\" y=\"\(fmt(y + 17))\">\(escape(thread.name))</text>\n"
-      svg += "<line x1=\"\(fmt(labelWidth))\" y1=\"\(fmt(y + rowHeight - 2))\" "
-      svg +=
-        "x2=\"\(fmt(labelWidth + plotWidth))\" y2=\"\(fmt(y + rowHeight - 2))\" stroke=\"#ddd\"/>\n"
-      for span in spans where span.tid == thread.tid {
-        let inset = span.state == .waking ? 6.0 : 2.0
-        let spanWidth = max(0.5, (Double(span.end) - Double(span.start)) * scale)
-        svg += "<rect class=\"\(span.state.rawValue)\" x=\"\(fmt(x(span.start)))\" "
-        svg += "y=\"\(fmt(y + inset))\" width=\"\(fmt(spanWidth))\" "
-        svg += "height=\"\(fmt(rowHeight - 2 * inset - 2))\" fill=\"\(color(span.state))\">"
-        svg +=
-          "<title>\(escape(span.label)) \(fmt((Double(span.end) - Double(span.start)) / 1e6)) ms</title>"
-        svg += "</rect>\n"
-      }
-    }
-    // A time axis with about ten ticks.
-    let axisY = top + rowHeight * Double(max(threads.count, 1)) + 10
-    let totalMilliseconds = (Double(end) - Double(start)) / 1e6
-    let step = niceStep(totalMilliseconds / 10)
-    var tick = 0.0
-    while tick <= totalMilliseconds {
-      let tx = labelWidth + tick * 1e6 * scale
-      svg += "<line x1=\"\(fmt(tx))\" y1=\"\(fmt(axisY))\" x2=\"\(fmt(tx))\" "
-      svg += "y2=\"\(fmt(axisY + 5))\" stroke=\"black\"/>"
-      svg += "<text x=\"\(fmt(tx))\" y=\"\(fmt(axisY + 18))\" text-anchor=\"middle\">"
-      svg += "\(fmt(tick)) ms</text>\n"
-      tick += step
-    }
-    svg += "</svg>\n"
-    return svg
+  /// The SVG document, as `options` say.
+  ///
+  /// ```swift
+  /// let svg = TraceTimeline.svg(from: records, options: .init(from: 0, to: 20_000_000))
+  /// ```
+  public static func svg(from records: [TraceRecord], options: Options) -> String {
+    _TimelineDrawing(records: records, spans: spans(from: records), options: options).svg()
   }
 
   static func color(_ state: Span.State) -> String {

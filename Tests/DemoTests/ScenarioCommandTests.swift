@@ -1,3 +1,6 @@
+import Foundation
+import Glibc
+import RunLoopObservers
 import Testing
 
 @Suite("runloop-demo scenario")
@@ -30,5 +33,35 @@ struct ScenarioCommandTests {
     #expect(result.exitedNormally && result.status == 0, "\(result.stdout)\n\(result.stderr)")
     #expect(result.stdout.components(separatedBy: "\n== ").count == Self.names.count)
     #expect(!result.stdout.contains("✗"))
+  }
+
+  @Test func aScenarioWithJSONLogTracesEveryLoopItStartsAndCanBeDrawn() throws {
+    let directory = try scratchDirectory("scenario-trace")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let log = directory + "/ports.jsonl"
+    let result = try runDemo(["scenario", "ports", "--json-log", log])
+    #expect(result.exitedNormally && result.status == 0, "\(result.stdout)\n\(result.stderr)")
+    let check = try LogCheck(path: log)
+    #expect(check.problems().isEmpty, "\(check.problems())")
+    let run = try #require(check.records.first?.run)
+    #expect(result.stdout.contains("trace: run id \(run) in \(log)"))
+    // The main thread's loop and the worker thread's loop, each with its port's call-outs.
+    let threads = Dictionary(grouping: check.records, by: \.tid)
+    #expect(threads.count == 2)
+    let portsByThread = threads.mapValues { records in
+      Set(records.filter { $0.calloutKind == "port" }.compactMap(\.calloutName))
+    }
+    #expect(Set(portsByThread.values) == [["main.port"], ["worker.port"]])
+    let svg = directory + "/ports.svg"
+    let drawn = try runDemo(["trace", "timeline", log, "--svg", svg])
+    #expect(drawn.status == 0, "\(drawn.stderr)")
+    let text = try String(contentsOfFile: svg, encoding: .utf8)
+    #expect(text.contains("main.port") && text.contains("worker.port"))
+  }
+
+  @Test func aScenarioRefusesAnEmptyJSONLogPath() throws {
+    let result = try runDemo(["scenario", "ports", "--json-log", ""])
+    #expect(result.status != 0)
+    #expect(result.stderr.contains("--json-log needs a path"))
   }
 }

@@ -15,4 +15,9 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1].hasPrefix("executor
   runExecutorHelper(Array(CommandLine.arguments.dropFirst()))
 }
 
+// The soak test (SoakHelper.swift, run by scripts/soak.sh).
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "soak" {
+  runSoakHelper(Array(CommandLine.arguments.dropFirst()))
+}
+
 print("helper")

@@ -1,0 +1,24 @@
+import Logging
+import RunLoopObservers
+
+extension Logger.MetadataProvider {
+  /// A metadata provider that adds the calling thread's run-loop context
+  /// (``RunLoopObservers/LoopContext/metadata``) to every log line, with any handler: the
+  /// tracer's run id, the loop, its mode, pass and depth, and the call-out it is in. On a
+  /// thread outside a traced run it adds nothing.
+  ///
+  /// Making the provider turns ``RunLoopObservers/LoopContext/isPublished`` on, so that
+  /// tracers start keeping the context.
+  ///
+  /// ```swift
+  /// LoggingSystem.bootstrap(
+  ///   { label, provider in StreamLogHandler.standardError(label: label, metadataProvider: provider) },
+  ///   metadataProvider: .runLoop())
+  /// ```
+  public static func runLoop() -> Logger.MetadataProvider {
+    LoopContext.isPublished = true
+    return Logger.MetadataProvider {
+      LoopContext.current?.metadata ?? [:]
+    }
+  }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Glibc
+import Testing
+
+private let rsvgConvert = "/usr/bin/rsvg-convert"
+
+@Suite("runloop-demo trace timeline: windows and stalls")
+struct TimelineCommandTests {
+  @Test func aroundTheSlowestCalloutTheStallIsMarkedAndTheSVGRendersToPNG() throws {
+    let directory = try scratchDirectory("timeline")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let log = directory + "/overrun.jsonl"
+    let scenario = try runDemo(["scenario", "timers-overrun", "--json-log", log])
+    #expect(scenario.status == 0, "\(scenario.stdout)\(scenario.stderr)")
+    let svg = directory + "/slow.svg"
+    let drawn = try runDemo(["trace", "timeline", log, "--svg", svg, "--around-slowest", "1"])
+    #expect(drawn.status == 0, "\(drawn.stderr)")
+    #expect(drawn.stdout.contains("(window "))
+    let text = try String(contentsOfFile: svg, encoding: .utf8)
+    // The scenario's overrunning handler runs well past 50 ms once.
+    #expect(text.contains("class=\"stall\""))
+    #expect(text.contains("stall: timer: overrun"))
+    // A real renderer takes it.
+    if access(rsvgConvert, X_OK) == 0 {
+      let png = directory + "/slow.png"
+      let rendered = try runProgram(rsvgConvert, [svg, "-o", png])
+      #expect(rendered.status == 0)
+      let bytes = try Data(contentsOf: URL(fileURLWithPath: png))
+      #expect(bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+    }
+  }
+
+  @Test func aWindowFromToShowsOnlyItsPartOfTheAxis() throws {
+    let directory = try scratchDirectory("timeline-window")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let log = directory + "/overrun.jsonl"
+    _ = try runDemo(["scenario", "timers-overrun", "--json-log", log])
+    let svg = directory + "/window.svg"
+    let drawn = try runDemo([
+      "trace", "timeline", log, "--svg", svg, "--from", "20ms", "--to", "0.04",
+    ])
+    #expect(drawn.status == 0, "\(drawn.stderr)")
+    let text = try String(contentsOfFile: svg, encoding: .utf8)
+    #expect(text.contains("Run-loop timeline: 20 to 40 ms of a "))
+    #expect(text.contains(">20 ms</text>") && text.contains(">40 ms</text>"))
+    #expect(!text.contains(">0 ms</text>"))
+  }
+
+  @Test(arguments: [
+    (["--from", "50ms", "--to", "20ms"], "must be after --from"),
+    (["--from", "soon"], "--from takes a time"),
+    (["--around-slowest", "0"], "--around-slowest needs at least 1"),
+    (["--around-slowest", "2", "--to", "1"], "leave out --from and --to"),
+  ])
+  func badWindowsAreRefusedWithTheReason(arguments: [String], reason: String) throws {
+    let result = try runDemo(
+      ["trace", "timeline", "/nonexistent", "--svg", "/tmp/x.svg"] + arguments)
+    #expect(result.status != 0)
+    #expect(result.stderr.contains(reason), "\(result.stderr)")
+  }
+}
