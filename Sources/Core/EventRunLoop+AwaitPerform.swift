@@ -33,7 +33,8 @@ extension EventRunLoop {
     let waiter = _PerformWaiter<Value>()
     return try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { continuation in
-        waiter.begin(continuation)
+        // A task cancelled before it got here queues nothing.
+        guard waiter.begin(continuation) else { return }
         // The outcome lives only in the request's closure: when the request drops the
         // closure without running it (cancelled, or its loop's thread exited), the outcome's
         // deinit resumes the task, so no ending of a request leaves the task waiting.
@@ -57,8 +58,16 @@ final class _PerformWaiter<Value: Sendable>: Sendable {
   }
   private let state = GuardedState(State())
 
-  func begin(_ continuation: UnsafeContinuation<Value, any Error>) {
-    state.withLock { $0.continuation = continuation }
+  /// Stores the continuation; returns `false`, having resumed it with `CancellationError`,
+  /// when the task was cancelled already.
+  func begin(_ continuation: UnsafeContinuation<Value, any Error>) -> Bool {
+    let cancelled = state.withLock { state -> Bool in
+      guard !state.cancelRequested else { return true }
+      state.continuation = continuation
+      return false
+    }
+    if cancelled { continuation.resume(throwing: CancellationError()) }
+    return !cancelled
   }
 
   /// Remembers the request; cancels it at once when the task was cancelled before it was

@@ -56,7 +56,7 @@ struct AwaitablePerformTests {
       _ = try loop.run(mode: .default, timeout: .milliseconds(50))
     }
     try worker.start()
-    while !started.load(ordering: .acquiring) { usleep(100) }
+    _ = await eventuallyAsync { started.load(ordering: .acquiring) }
     let ran = Atomic<Bool>(false)
     let loop = worker.runLoop
     let task = Task {
@@ -73,16 +73,17 @@ struct AwaitablePerformTests {
   @Test func cancellingTheAwaitingTaskAfterTheClosureStartedStillReturnsItsValue() async throws {
     let worker = try startLoopThread(name: "await-started")
     defer { stopLoopThread(worker) }
-    let entered = DispatchSemaphore(value: 0)
+    let entered = Atomic<Bool>(false)
     let proceed = DispatchSemaphore(value: 0)
     let task = Task {
       try await worker.runLoop.perform { () -> String in
-        entered.signal()
+        entered.store(true, ordering: .releasing)
+        // On the loop's thread: blocking it here keeps the request running.
         proceed.wait()
         return "finished"
       }
     }
-    entered.wait()
+    #expect(await eventuallyAsync { entered.load(ordering: .acquiring) })
     task.cancel()
     proceed.signal()
     #expect(try await task.value == "finished")
@@ -92,13 +93,12 @@ struct AwaitablePerformTests {
     let worker = try startLoopThread(name: "await-precancelled")
     defer { stopLoopThread(worker) }
     let ran = Atomic<Bool>(false)
-    let gate = DispatchSemaphore(value: 0)
     let task = Task {
-      gate.wait()
+      // Cancelled before it asks for the perform.
+      _ = await eventuallyAsync { Task.isCancelled }
       return try await worker.runLoop.perform { ran.store(true, ordering: .relaxed) }
     }
     task.cancel()
-    gate.signal()
     await #expect(throws: CancellationError.self) { try await task.value }
     // A later request on the same loop runs: the cancelled one was skipped, not stuck.
     try await worker.runLoop.perform {}
@@ -117,17 +117,19 @@ struct AwaitablePerformTests {
     // The thread queues nothing of its own and exits while the request waits for a mode it
     // never runs.
     let exit = DispatchSemaphore(value: 0)
-    let ready = DispatchSemaphore(value: 0)
+    let ready = Atomic<Bool>(false)
     let worker = RunLoopThread(name: "await-abandoned") { _ in
-      ready.signal()
+      ready.store(true, ordering: .releasing)
+      // The worker's own thread (not the test's) waits here.
       exit.wait()
     }
     try worker.start()
-    ready.wait()
+    _ = await eventuallyAsync { ready.load(ordering: .acquiring) }
     let loop = worker.runLoop
     let task = Task { try await loop.perform(inModes: ["never"]) { 1 } }
     try await Task.sleep(for: .milliseconds(50))
     exit.signal()
+    // Joining blocks only for the moment the worker takes to exit.
     try worker.join()
     await #expect(throws: RunLoopError.loopThreadExited("")) { try await task.value }
   }

@@ -7,6 +7,10 @@ import Testing
 /// process (`RunLoopTestHelper executor-...`, Tests/Helper/ExecutorHelper.swift).
 @Suite("Loops as executors, in a child process")
 struct ExecutorProcessTests {
+  /// The Swift backtracer off: the process then stops on the fatal error's trap at once
+  /// (exit 128 + SIGILL), instead of after a backtrace that a loaded machine can cut short.
+  private static let noBacktrace = ["SWIFT_BACKTRACE=enable=no"]
+
   /// Lines up to the first that starts with `prefix` (inclusive), or all if none does.
   private func lines(of helper: HelperProcess, through prefix: String) -> [String] {
     var lines: [String] = []
@@ -18,7 +22,7 @@ struct ExecutorProcessTests {
   }
 
   @Test func preconditionIsolatedPassesOnTheLoopsThreadAndStopsElsewhereNamingTheLoop() throws {
-    let helper = try HelperProcess(["executor-isolation-failure"])
+    let helper = try HelperProcess(["executor-isolation-failure"], environment: Self.noBacktrace)
     let output = lines(of: helper, through: "RunLoopCore/")
     #expect(output.prefix(2) == ["on-loop-thread:ok", "checking-off-loop"])
     let message = output.last ?? ""
@@ -29,7 +33,7 @@ struct ExecutorProcessTests {
   }
 
   @Test func aJobForALoopWhoseThreadExitedStopsTheProcessNamingTheLoop() throws {
-    let helper = try HelperProcess(["executor-exited-loop"])
+    let helper = try HelperProcess(["executor-exited-loop"], environment: Self.noBacktrace)
     let output = lines(of: helper, through: "RunLoopCore/")
     #expect(output.first == "calling-exited-loop")
     #expect(output.last?.contains("whose thread has exited") == true)
@@ -38,7 +42,7 @@ struct ExecutorProcessTests {
   }
 
   @Test func aThreadExitingWithAJobStillQueuedStopsTheProcessInsteadOfDroppingIt() throws {
-    let helper = try HelperProcess(["executor-stranded-jobs"])
+    let helper = try HelperProcess(["executor-stranded-jobs"], environment: Self.noBacktrace)
     let output = lines(of: helper, through: "RunLoopCore/")
     #expect(output.first == "exiting-with-queued-job")
     #expect(output.last?.contains("exited with 1 Swift concurrency job(s) still queued") == true)

@@ -104,7 +104,7 @@ struct LoopExecutorTests {
     }
     defer { stopLoopThread(worker) }
     let loop = worker.runLoop
-    while !inPrivate.load(ordering: .acquiring) { usleep(100) }
+    _ = await eventuallyAsync { inPrivate.load(ordering: .acquiring) }
     let common = PinnedRecorder(on: loop)
     let privateOnly = PinnedRecorder(on: loop.executor(modes: ["private"]))
     let commonDone = Atomic<Bool>(false)
@@ -117,7 +117,7 @@ struct LoopExecutorTests {
     #expect(await privateOnly.record("private") == loop.threadID)
     privateExecutorRan.withLock { $0.append("private") }
     // The common job is queued and held, not lost.
-    #expect(eventually { loop.published.jobCount.load(ordering: .relaxed) == 1 })
+    #expect(await eventuallyAsync { loop.published.jobCount.load(ordering: .relaxed) == 1 })
     try await Task.sleep(for: .milliseconds(30))
     #expect(loop.published.jobCount.load(ordering: .relaxed) == 1)
     #expect(commonDone.load(ordering: .acquiring) == false)
@@ -160,7 +160,7 @@ struct LoopExecutorTests {
     // The other executor's job and the request ran inside the nested run; the same actor's
     // second call waited until the outer method returned.
     #expect(Set(observedInNested.withLock { $0 }) == ["other-executor", "request"])
-    #expect(eventually { innerDone.withLock { $0 } })
+    #expect(await eventuallyAsync { innerDone.withLock { $0 } })
     #expect(await actor.entries == ["outer", "outer-end", "inner"])
   }
 
@@ -185,7 +185,7 @@ struct LoopExecutorTests {
     let loop = worker.runLoop
     holder.withLock { $0 }?.signal()
     loop.wakeUp()
-    while !inPrivate.load(ordering: .acquiring) { usleep(100) }
+    _ = await eventuallyAsync { inPrivate.load(ordering: .acquiring) }
     let order = GuardedState<[String]>([])
     let actor = PinnedRecorder(on: loop)
     // Fire and forget from async code: the type picks the request-returning `perform`.
@@ -196,7 +196,7 @@ struct LoopExecutorTests {
       _ = await actor.record("job")
       order.withLock { $0.append("job") }
     }
-    #expect(eventually { loop.published.jobCount.load(ordering: .relaxed) == 1 })
+    #expect(await eventuallyAsync { loop.published.jobCount.load(ordering: .relaxed) == 1 })
     let _: PerformRequest = loop.perform(inModes: [.default]) {
       order.withLock { $0.append("request-2") }
     }
@@ -222,10 +222,10 @@ struct LoopExecutorTests {
       worker.runLoop.stop()
       try? worker.join()
     }
-    #expect(eventually { flag.sleeping.load(ordering: .acquiring) })
+    #expect(await eventuallyAsync { flag.sleeping.load(ordering: .acquiring) })
     let actor = PinnedRecorder(on: worker.runLoop)
     for round in 0..<20 {
-      #expect(eventually { flag.sleeping.load(ordering: .acquiring) })
+      #expect(await eventuallyAsync { flag.sleeping.load(ordering: .acquiring) })
       #expect(await actor.record("\(round)") == worker.runLoop.threadID)
     }
   }
@@ -267,9 +267,9 @@ struct LoopExecutorTests {
     _ = await modeActor.record("traced")
     // The record is made when the call-out returns, which may be after the task resumed.
     #expect(
-      eventually { recorder.log.contains { $0.hasPrefix("callout:job:loop UnownedJob(id:") } })
+      await eventuallyAsync { recorder.log.contains { $0.hasPrefix("callout:job:loop UnownedJob(id:") } })
     #expect(
-      eventually {
+      await eventuallyAsync {
         recorder.log.contains { $0.hasPrefix("callout:job:executor(default) UnownedJob(id:") }
       })
   }

@@ -38,7 +38,7 @@ struct JobTracingTests {
     #expect(jobs.allSatisfy { $0.thread == "traced-actor" })
     var entries: [String] = []
     #expect(
-      eventually(10) {
+      await eventuallyAsync(10) {
         _ = try? runProgram("/usr/bin/journalctl", ["--sync"])
         let result = try? runProgram(
           "/usr/bin/journalctl",

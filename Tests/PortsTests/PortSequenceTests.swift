@@ -27,7 +27,7 @@ struct PortSequenceTests {
     defer { stopLoopThread(worker) }
     let (port, messages) = try InProcessPort.messages(on: worker.runLoop, buffering: .oldest(2))
     for id in 1...5 { try port.send(msgid: UInt32(id), before: .now + .seconds(5)) }
-    #expect(eventually { messages.droppedCount == 3 })
+    #expect(await eventuallyAsync { messages.droppedCount == 3 })
     var iterator = messages.makeAsyncIterator()
     #expect(await iterator.next()?.msgid == 1)
     #expect(await iterator.next()?.msgid == 2)

@@ -32,9 +32,11 @@ public final class HelperProcess: @unchecked Sendable {
   }
 
   /// Starts the helper (or the package's executable `executable`) with `arguments`; with
-  /// `setprivUser`, under that uid and gid via `setpriv` (root only).
+  /// `setprivUser`, under that uid and gid via `setpriv` (root only); `environment` adds
+  /// `NAME=value` entries to the child's (otherwise only `PATH`).
   public init(
-    _ arguments: [String], setprivUser: uid_t? = nil, executable: String = "RunLoopTestHelper"
+    _ arguments: [String], setprivUser: uid_t? = nil, executable: String = "RunLoopTestHelper",
+    environment extraEnvironment: [String] = []
   ) throws {
     guard let helper = Self.path(of: executable) else {
       throw RunLoopError.invalidState("\(executable) not found next to the test binary")
@@ -63,7 +65,8 @@ public final class HelperProcess: @unchecked Sendable {
     posix_spawnattr_setsigmask(&attributes, &empty)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
     let argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-    let environment: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/bin:/bin"), nil]
+    let environment: [UnsafeMutablePointer<CChar>?] =
+      (["PATH=/usr/bin:/bin"] + extraEnvironment).map { strdup($0) } + [nil]
     defer {
       for pointer in argv + environment { free(pointer) }
     }

@@ -45,7 +45,7 @@ struct AsyncTimerTests {
     let worker = try startLoopThread(name: "slow-ticks")
     defer { stopLoopThread(worker) }
     let ticks = worker.runLoop.ticks(every: .milliseconds(2), buffering: .newest(1))
-    #expect(eventually { ticks.droppedCount >= 5 })
+    #expect(await eventuallyAsync { ticks.droppedCount >= 5 })
     var iterator = ticks.makeAsyncIterator()
     let first = await iterator.next()
     #expect(first != nil)
@@ -63,7 +63,7 @@ struct AsyncTimerTests {
       for await _ in ticks { count += 1 }
       return count
     }
-    #expect(eventually { callouts.count("cancelled-ticks") >= 2 })
+    #expect(await eventuallyAsync { callouts.count("cancelled-ticks") >= 2 })
     consumer.cancel()
     _ = await consumer.value
     #expect(ticks.isFinished)
@@ -87,7 +87,7 @@ struct AsyncTimerTests {
     let start = ContinuousClock.now
     try await worker.runLoop.sleep(for: .milliseconds(20))
     #expect(ContinuousClock.now - start >= .milliseconds(20))
-    #expect(eventually { callouts.count("sleep") == 1 })
+    #expect(await eventuallyAsync { callouts.count("sleep") == 1 })
   }
 
   @Test func aSleepWithToleranceWakesWithAnotherTimerOfItsWindow() async throws {
@@ -100,7 +100,7 @@ struct AsyncTimerTests {
     let timer = try LoopTimer(fireAt: .now + .milliseconds(30), name: "anchor") { _ in }
     try loop.add(timer, mode: .default)
     try await loop.sleep(for: .milliseconds(10), tolerance: .milliseconds(40))
-    #expect(eventually { callouts.count("anchor") == 1 && callouts.count("sleep") == 1 })
+    #expect(await eventuallyAsync { callouts.count("anchor") == 1 && callouts.count("sleep") == 1 })
     #expect(callouts.iterations("anchor") == callouts.iterations("sleep"))
   }
 
@@ -117,7 +117,7 @@ struct AsyncTimerTests {
       }
     }
     defer { stopLoopThread(worker) }
-    while !inPrivate.load(ordering: .acquiring) { usleep(100) }
+    _ = await eventuallyAsync { inPrivate.load(ordering: .acquiring) }
     let woke = GuardedState(false)
     let sleeper = Task {
       try await worker.runLoop.sleep(for: .milliseconds(5), inModes: [.default])
