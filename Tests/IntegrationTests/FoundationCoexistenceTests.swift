@@ -16,7 +16,7 @@ struct FoundationCoexistenceTests {
       DescriptorWatch.self, EventRunLoop.self, GuardedState<Int>.self, InstrumentInterests.self,
       LoopActivity.self, (any LoopDeadlineProvider).self, LoopMode.self,
       LoopModeTable<CustomInputSource>.self, LoopPassInfo.self, (any ModeScheduledItem).self,
-      PerformRequest.self, RunLoopError.self,
+      PerformRequest.self, RunLoopError.self, LoopExecutor.self, LoopEvents<Int>.self,
       (any RunLoopInstrument).self, RunLoopThread.self, RunResult.self, ThreadPriority.self,
     ]
     let timerTypes: [Any.Type] = [Debouncer.self, DelayedPerform.self, LoopTimer.self]
@@ -34,7 +34,7 @@ struct FoundationCoexistenceTests {
     ]
     // Foundation's own types stay reachable under their names.
     let foundationTypes: [Any.Type] = [RunLoop.self, Timer.self, Thread.self, Port.self]
-    #expect(coreTypes.count + timerTypes.count + portTypes.count + observerTypes.count == 49)
+    #expect(coreTypes.count + timerTypes.count + portTypes.count + observerTypes.count == 51)
     #expect(foundationTypes.count == 4)
   }
 
