@@ -267,7 +267,9 @@ struct LoopExecutorTests {
     _ = await modeActor.record("traced")
     // The record is made when the call-out returns, which may be after the task resumed.
     #expect(
-      await eventuallyAsync { recorder.log.contains { $0.hasPrefix("callout:job:loop UnownedJob(id:") } })
+      await eventuallyAsync {
+        recorder.log.contains { $0.hasPrefix("callout:job:loop UnownedJob(id:") }
+      })
     #expect(
       await eventuallyAsync {
         recorder.log.contains { $0.hasPrefix("callout:job:executor(default) UnownedJob(id:") }

@@ -73,6 +73,21 @@ struct AsyncTimerTests {
     #expect(callouts.count("cancelled-ticks") == fired)
   }
 
+  @Test func aTickSequenceReleasedWithoutBeingIteratedInvalidatesItsTimer() async throws {
+    let callouts = TimerCallouts()
+    let worker = try startLoopThread(name: "dropped-ticks") { $0.addInstrument(callouts) }
+    defer { stopLoopThread(worker) }
+    do {
+      let ticks = worker.runLoop.ticks(every: .milliseconds(5), name: "dropped")
+      #expect(await eventuallyAsync { callouts.count("dropped") >= 2 })
+      #expect(!ticks.isFinished)
+    }
+    try await Task.sleep(for: .milliseconds(20))
+    let fired = callouts.count("dropped")
+    try await Task.sleep(for: .milliseconds(50))
+    #expect(callouts.count("dropped") == fired)
+  }
+
   @Test func ticksOnALoopWhoseThreadExitedEndAtOnce() async throws {
     let loop = try onNewThread("gone") { $0 }
     let ticks = loop.ticks(every: .milliseconds(1))
