@@ -113,7 +113,9 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
         "a Swift concurrency job was enqueued on \(self), whose thread has exited: an actor "
           + "or task using this loop as its executor outlived the loop's thread")
     }
-    wakeUpAfterPublishing()
+    // No fence before the wake-up, unlike `wakeUp()`: the job count was published with a
+    // sequentially consistent store (see `WakeState`).
+    wakeState.request()
   }
 
   /// Runs the jobs queued for `mode` before this call; inlined check for none (one atomic
@@ -126,8 +128,7 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
 
   @inline(never)
   private func runQueuedJobs(mode: LoopMode) {
-    refreshPassCache(for: mode)
-    let isCommon = local.passCache.isCommon
+    let isCommon = self[passIn: mode].isCommon
     var slot = 0
     while true {
       // The next executor with jobs runnable in `mode`: its whole queue becomes the batch,

@@ -1,9 +1,10 @@
+import Dispatch
+
 /// Perform requests: closures run on a loop's thread, the guide's
 /// `performSelector:onThread:withObject:waitUntilDone:modes:`.
 extension EventRunLoop {
-  // The default modes of a perform request, made once: an array literal as the default
-  // argument allocated a new array on every call (runloop-bench counted 2 allocations per
-  // `perform {}`, now 1).
+  // The default modes of a perform request, made once: an array literal as a default
+  // argument is a new array (an allocation) on every call.
   @usableFromInline static let commonModesOnly: [LoopMode] = [.common]
   /// The default name of a perform request.
   @usableFromInline static let defaultPerformName = "perform"
@@ -31,9 +32,7 @@ extension EventRunLoop {
   }
 
   /// ``perform(inModes:name:_:)`` with its defaults: `body` runs in the loop's common modes,
-  /// named "perform" in traces. The same request, without the default arguments: a call
-  /// with defaults makes the caller fetch and retain the shared default modes array (and
-  /// release it after), on every call.
+  /// named "perform" in traces.
   ///
   /// ```swift
   /// worker.perform { print("hello from the worker") }
@@ -72,7 +71,9 @@ extension EventRunLoop {
       return
     }
     let request = PerformRequest(name: name, modes: modes, waitable: true, body: body)
-    enqueue(request)
+    guard enqueue(request, waitingUntil: deadline) else {
+      throw .timedOut("'\(name)' found no room in the perform queue of \(self) before its deadline")
+    }
     var outcome = request.wait(until: deadline)
     if outcome == nil {
       if request.cancel() {
@@ -102,12 +103,119 @@ extension EventRunLoop {
     main.perform(inModes: modes, name: name, body)
   }
 
-  func enqueue(_ request: PerformRequest) {
-    let accepted = state.withLock { state -> Bool in
-      guard !state.threadExited else { return false }
-      state.performQueue.append(request)
-      return true
+  /// Queues `request` and wakes the loop; abandons it when the loop's thread has exited.
+  /// Every perform request comes through here. When the queue holds
+  /// ``performQueueLimit`` requests, a producer on another thread waits for room until
+  /// `deadline` (`nil`: for as long as it takes; see `PerformQueueBound`); returns `false`
+  /// when the deadline came first, and the request was not queued.
+  @discardableResult
+  func enqueue(_ request: PerformRequest, waitingUntil deadline: ContinuousClock.Instant? = nil)
+    -> Bool
+  {
+    let ownThread = isCurrent
+    while true {
+      let outcome = state.withLock { state -> EnqueueOutcome in
+        guard !state.threadExited else { return .abandoned }
+        if ownThread || state.performQueue.count < state.performBound.limit {
+          state.performQueue.append(request)
+          state.performBound.highWater = max(
+            state.performBound.highWater, state.performQueue.count)
+          return .queued
+        }
+        if let deadline, ContinuousClock.now >= deadline { return .full }
+        let room = DispatchSemaphore(value: 0)
+        state.performBound.waiters.append(room)
+        return .wait(room)
+      }
+      switch outcome {
+      case .queued:
+        // No fence before the wake-up, unlike `wakeUp()`: the queue's count was published
+        // with a sequentially consistent store, which already orders it before the wake
+        // state's read.
+        wakeState.request()
+        return true
+      case .abandoned:
+        request.abandon()
+        return true
+      case .full:
+        return false
+      case .wait(let room):
+        guard let deadline else {
+          room.wait()
+          continue
+        }
+        let (seconds, attoseconds) = (deadline - ContinuousClock.now).components
+        let nanoseconds = max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        if room.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut {
+          state.withLock { $0.performBound.waiters.removeAll { $0 === room } }
+        }
+      }
     }
-    if accepted { wakeUpAfterPublishing() } else { request.abandon() }
+  }
+
+  private enum EnqueueOutcome {
+    case queued
+    case abandoned
+    case full
+    case wait(DispatchSemaphore)
+  }
+
+  /// Runs every perform request for `mode` queued before this call, in FIFO order (steps 3,
+  /// 4 and 9), then the Swift concurrency jobs queued for it (see `runJobs(mode:)`). Takes
+  /// the lock only when something is queued.
+  func runPerformRequests(mode: LoopMode) {
+    if published.performCount.load(ordering: .sequentiallyConsistent) > 0 {
+      var batch = takePerformBatch(mode: mode, isCommon: self[passIn: mode].isCommon)
+      while let request = batch.popFirst() {
+        request.runIfPending(on: self)
+      }
+    }
+    runJobs(mode: mode)
+  }
+
+  /// Takes the queued requests that may run in `mode` out of the queue, in order, and drops
+  /// the cancelled requests of other modes.
+  private func takePerformBatch(mode: LoopMode, isCommon: Bool) -> RequestList {
+    var batch = RequestList()
+    var dropped = RequestList()
+    var waiting: [DispatchSemaphore] = []
+    defer { for waiter in waiting { waiter.signal() } }
+    state.withLock { state in
+      // Producers waiting for room try again once this batch is out of the queue.
+      defer {
+        if state.performQueue.count < state.performBound.limit {
+          waiting = state.performBound.takeWaiters()
+        }
+      }
+      if state.performQueue.allSatisfy({ $0.matches(mode, modeIsCommon: isCommon) }) {
+        swap(&batch, &state.performQueue)
+        return
+      }
+      var kept = RequestList()
+      while let request = state.performQueue.popFirst() {
+        if request.matches(mode, modeIsCommon: isCommon) {
+          batch.append(request)
+        } else if request.state == .pending {
+          kept.append(request)
+        } else {
+          // A cancelled request of another mode is dropped here: kept until a run of its
+          // modes, it would stay for good on a loop that never runs them.
+          dropped.append(request)
+        }
+      }
+      state.performQueue = kept
+    }
+    dropped.removeAll()
+    return batch
+  }
+
+  /// Whether a pending request waits for `mode`.
+  func hasPerformRequests(for mode: LoopMode, isCommon: Bool) -> Bool {
+    guard published.performCount.load(ordering: .sequentiallyConsistent) > 0 else { return false }
+    return state.withLock { state in
+      state.performQueue.contains {
+        $0.state == .pending && $0.matches(mode, modeIsCommon: isCommon)
+      }
+    }
   }
 }

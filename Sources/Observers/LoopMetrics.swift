@@ -3,8 +3,8 @@ import Histogram
 import RunLoopCore
 
 /// Per-loop measurements: iterations, time asleep and busy, call-out counts and time, timer
-/// lateness and custom-source signal-to-perform latency (p50, p99, max), as a snapshot API
-/// and, optionally, through swift-metrics.
+/// lateness, custom-source signal-to-perform latency (p50, p99, max) and the perform queue's
+/// depth, as a snapshot API and, optionally, through swift-metrics.
 ///
 /// Attach it like a tracer. Latencies go into HdrHistogram (`hdrhistogram-swift`) rather than
 /// a hand-written histogram: constant memory, 3 significant digits at any scale.
@@ -179,13 +179,21 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
         }
       }
       switch activity {
-      case .beforeTimers: accumulator.iterations += 1
+      case .beforeTimers:
+        accumulator.iterations += 1
+        // One atomic load: the loop publishes its queue's count for its own passes.
+        accumulator.performQueueDepth = loop.queuedPerformRequests
+        accumulator.performQueueMax = max(
+          accumulator.performQueueMax, accumulator.performQueueDepth)
       case .entry: accumulator.runs += 1
       default: break
       }
       return accumulator.exported
     }
-    if activity == .beforeTimers { exported?.iterations.increment() }
+    if activity == .beforeTimers {
+      exported?.iterations.increment()
+      exported?.performQueueDepth.record(loop.queuedPerformRequests)
+    }
   }
 
   /// Counts and times call-outs; records lateness and signal latency. A call-out's time is
@@ -292,6 +300,8 @@ struct _LoopAccumulator {
   var signalToPerform = _LoopAccumulator.makeHistogram()
   // The loop's spin statistics at its latest sleep (nil before the first one).
   var spins: LoopSpinStatistics?
+  var performQueueDepth = 0
+  var performQueueMax = 0
   let exported: _ExportedMetrics?
 
   init(exported: _ExportedMetrics?) {
@@ -346,7 +356,8 @@ struct _LoopAccumulator {
       loopID: loopID, iterations: iterations, runs: runs, asleepNanoseconds: asleepNanoseconds,
       busyNanoseconds: max(0, inRuns - asleepNanoseconds), callouts: callouts,
       timerLateness: Self.latency(timerLateness), signalToPerform: Self.latency(signalToPerform),
-      spins: spins ?? LoopSpinStatistics(spins: 0, caught: 0, spinTime: .zero))
+      spins: spins ?? LoopSpinStatistics(spins: 0, caught: 0, spinTime: .zero),
+      performQueueDepth: performQueueDepth, performQueueMax: performQueueMax)
   }
 
   static func latency(_ histogram: Histogram<UInt64>) -> LoopMetricsSnapshot.Latency {
@@ -365,6 +376,7 @@ final class _ExportedMetrics: Sendable {
   let signalToPerform: CoreMetrics.Timer
   let spins: Counter
   let spinsCaught: Counter
+  let performQueueDepth: Gauge
   private let prefix: String
   private let dimensions: [(String, String)]
   private let factory: any MetricsFactory
@@ -386,6 +398,8 @@ final class _ExportedMetrics: Sendable {
     spins = Counter(label: "\(prefix).spins", dimensions: dimensions, factory: factory)
     spinsCaught = Counter(
       label: "\(prefix).spins.caught", dimensions: dimensions, factory: factory)
+    performQueueDepth = Gauge(
+      label: "\(prefix).perform.queue.depth", dimensions: dimensions, factory: factory)
   }
 
   func calloutTimer(kind: String) -> CoreMetrics.Timer {

@@ -265,7 +265,7 @@ public final class NamedPortServer: @unchecked Sendable {
     let granularity = min(max(min(idleTimeout, frameTimeout) / 16, .milliseconds(1)), .seconds(1))
     self.sweeper = _ConnectionSweeper(
       granularity: granularity,
-      serves: { [weak self] mode, loop in self?.serves(mode, of: loop) ?? false },
+      serves: { [weak self] mode, isCommon in self?.serves(mode, isCommon: isCommon) ?? false },
       sweep: { [weak self] now in self?.closeExpiredConnections(now: now) })
   }
 
@@ -364,14 +364,15 @@ public final class NamedPortServer: @unchecked Sendable {
       return Array(state.connections.values)
     }
     try listener.add(to: loop, mode: mode)
-    loop.addDeadlineProvider(sweeper)
+    loop.addDeadlineSource(sweeper)
     for connection in connections { try? connection.source.add(to: loop, mode: mode) }
   }
 
-  /// Whether the server is in `mode` of `loop`, directly or through the common modes.
-  private func serves(_ mode: LoopMode, of loop: EventRunLoop) -> Bool {
-    let modes = state.withLock { state in state.owner === loop ? state.modes : [] }
-    return modes.contains(mode) || (modes.contains(.common) && loop.isCommonMode(mode))
+  /// Whether the server is in `mode` of its loop, directly or through the common modes
+  /// (`isCommon`: whether `mode` is one of that loop's common modes).
+  private func serves(_ mode: LoopMode, isCommon: Bool) -> Bool {
+    let modes = state.withLock { state in state.modes }
+    return modes.contains(mode) || (modes.contains(.common) && isCommon)
   }
 
   /// Unregisters the name (removing the socket file and releasing the lock at once) and
@@ -414,7 +415,7 @@ public final class NamedPortServer: @unchecked Sendable {
       }
       return (Array(state.connections.values), state.owner)
     }
-    owner?.removeDeadlineProvider(sweeper)
+    owner?.removeDeadlineSource(sweeper)
     for connection in connections { connection.source.invalidate() }
   }
 
