@@ -1,9 +1,12 @@
-// Counts what executor threads allocate while two actors, each pinned to its own executor,
-// call each other: every hop is one job enqueued on the other executor (from this one's
-// thread) and run there. Two pairs run the same rally: actors on two run loops, and actors
-// on two bare executors (a thread, a fixed ring of jobs under a mutex, a semaphore) that
-// allocate nothing of their own. Whatever the runtime allocates per hop shows in both; the
-// difference is the loops' own cost. Prints `hops:<n> loops:<count> bare:<count>`.
+// Counts what an executor thread allocates while two actors call each other: every hop is
+// one job enqueued on the other actor's executor, from this one's thread, and run there.
+//
+// The actor on a bare executor (a thread, a fixed ring of jobs under a mutex, a semaphore;
+// nothing of its own allocates) serves an actor on a run loop, and the bare thread is counted:
+// it runs the runtime's part of each hop and calls the loop's enqueue path, nothing else. The
+// same rally between two bare executors gives the runtime's part alone. Prints
+// `hops:<n> bare-to-loop:<count> bare-to-bare:<count> loop-thread:<count>`; the loop thread's
+// own count includes its passes, which unoptimized builds allocate in.
 import CBenchSupport
 import Dispatch
 import Glibc
@@ -98,28 +101,30 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
   return result.withLock { $0! }
 }
 
-/// The allocations both players' threads made during `hops` hops, after a warm-up.
-func allocationsDuringRally(_ serve: Player, _ answer: Player, hops: Int) -> UInt64 {
+/// The allocations the threads of `counted` made during `hops` hops, after a warm-up.
+func allocationsDuringRally(
+  _ serve: Player, _ answer: Player, hops: Int, counted: [Player]
+) -> UInt64 {
   blocking {
     // Warm-up: queues grow to their working size, the task allocator settles.
     _ = await serve.rally(with: answer, hops: 1_000)
-    let before = await serve.allocationsOfThread() + answer.allocationsOfThread()
+    var before: UInt64 = 0
+    for player in counted { before += await player.allocationsOfThread() }
     _ = await serve.rally(with: answer, hops: hops)
-    let after = await serve.allocationsOfThread() + answer.allocationsOfThread()
+    var after: UInt64 = 0
+    for player in counted { after += await player.allocationsOfThread() }
     return after - before
   }
 }
 
 let hops = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 10_000 : 10_000
-let first = startLoop("first")
-let second = startLoop("second")
-let onLoops = allocationsDuringRally(
-  Player(first.runLoop.asUnownedSerialExecutor()),
-  Player(second.runLoop.asUnownedSerialExecutor()), hops: hops)
-let bareFirst = BareExecutor()
-let bareSecond = BareExecutor()
-let onBare = allocationsDuringRally(
-  Player(bareFirst.asUnownedSerialExecutor()), Player(bareSecond.asUnownedSerialExecutor()),
-  hops: hops)
-print("hops:\(hops) loops:\(onLoops) bare:\(onBare)")
+let loopThread = startLoop("loop")
+let bareServe = Player(BareExecutor().asUnownedSerialExecutor())
+let loopAnswer = Player(loopThread.runLoop.asUnownedSerialExecutor())
+let bareToLoop = allocationsDuringRally(bareServe, loopAnswer, hops: hops, counted: [bareServe])
+let loopOwn = allocationsDuringRally(bareServe, loopAnswer, hops: hops, counted: [loopAnswer])
+let otherServe = Player(BareExecutor().asUnownedSerialExecutor())
+let otherAnswer = Player(BareExecutor().asUnownedSerialExecutor())
+let bareToBare = allocationsDuringRally(otherServe, otherAnswer, hops: hops, counted: [otherServe])
+print("hops:\(hops) bare-to-loop:\(bareToLoop) bare-to-bare:\(bareToBare) loop-thread:\(loopOwn)")
 exit(0)
