@@ -43,7 +43,8 @@ extension Scenarios {
   static let actors = Scenario(
     name: "actors",
     title: "Swift concurrency: an actor pinned to a worker's loop serves the main actor",
-    guide: "Run Loops > When Would You Use a Run Loop? (with Swift actors)"
+    guide: "Run Loops > When Would You Use a Run Loop? (with Swift actors)",
+    article: "RunLoopsAndSwiftConcurrency.md, Actors and executors"
   ) { narration in
     let main = EventRunLoop.main
     let worker = RunLoopThread(name: "worker") { thread in
