@@ -10,7 +10,9 @@
 ///
 /// The sequence has one consumer: iterate it once. Ending the consuming task (cancelling it,
 /// leaving the `for await` loop, dropping the iterator) ends the sequence, and the source is
-/// taken off its loop at once; so is a sequence released without being iterated.
+/// taken off its loop at once; so is a sequence released without being iterated. A loop
+/// whose thread exits stops producing but does not end the sequence by itself: end the
+/// consumer (cancel its task) before or when the thread ends.
 ///
 /// ```swift
 /// for await tick in loop.ticks(every: .seconds(1)) {
