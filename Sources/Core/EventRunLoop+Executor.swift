@@ -118,15 +118,12 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
     wakeState.request()
   }
 
-  /// Runs the jobs queued for `mode` before this call; inlined check for none (one atomic
-  /// load).
-  @inline(__always)
+  /// Runs the jobs queued for `mode` before this call; with none queued, one atomic load.
   func runJobs(mode: LoopMode) {
     guard published.jobCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
     runQueuedJobs(mode: mode)
   }
 
-  @inline(never)
   private func runQueuedJobs(mode: LoopMode) {
     var slot = 0
     while true {
@@ -179,10 +176,8 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
     }
   }
 
-  // Not inlined: the traced path builds a name and reads the clock.
-  @inline(never)
   private func runTraced(_ job: UnownedJob, of batch: JobBatch) {
-    // The job's description names its task ("ExecutorJob(id: 12)"); a task's own name
+    // The job's description names its task ("UnownedJob(id: 12)"); a task's own name
     // (`Task.name`) is visible only to code running in that task, not to its executor.
     let name = "\(batch.name) \(job.description)"
     withCallout(.job, name: name, dueAt: nil) {
