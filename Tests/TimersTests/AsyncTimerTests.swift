@@ -106,15 +106,16 @@ struct AsyncTimerTests {
   }
 
   @Test func aSleepWithToleranceWakesWithAnotherTimerOfItsWindow() async throws {
-    // A plain timer at 30 ms and a sleep of 10 ms that tolerates 40 ms: the loop wakes once,
-    // for the timer, and ends the sleep in the same pass.
+    // A plain timer at 150 ms and a sleep of 60 ms that tolerates 120 ms: the idle loop
+    // wakes once, for the timer, and ends the sleep in the same pass. (Long enough that the
+    // loop is asleep again, even under ThreadSanitizer, before the sleep's window opens.)
     let callouts = TimerCallouts()
     let worker = try startLoopThread(name: "tolerant-sleep") { $0.addInstrument(callouts) }
     defer { stopLoopThread(worker) }
     let loop = worker.runLoop
-    let timer = try LoopTimer(fireAt: .now + .milliseconds(30), name: "anchor") { _ in }
+    let timer = try LoopTimer(fireAt: .now + .milliseconds(150), name: "anchor") { _ in }
     try loop.add(timer, mode: .default)
-    try await loop.sleep(for: .milliseconds(10), tolerance: .milliseconds(40))
+    try await loop.sleep(for: .milliseconds(60), tolerance: .milliseconds(120))
     #expect(await eventuallyAsync { callouts.count("anchor") == 1 && callouts.count("sleep") == 1 })
     #expect(callouts.iterations("anchor") == callouts.iterations("sleep"))
   }
