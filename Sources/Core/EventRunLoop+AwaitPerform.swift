@@ -5,7 +5,7 @@ extension EventRunLoop {
   /// `modes`, and returns its value or rethrows its error. The awaiting task is suspended,
   /// not blocked: no thread waits.
   ///
-  /// The closure is an ordinary perform request (see ``perform(inModes:name:_:)``): it runs
+  /// The closure is an ordinary perform request (see ``perform(inModes:name:_:)->PerformRequest``): it runs
   /// in FIFO order with the loop's other requests, in a batch of the loop's pass, and is
   /// traced as a call-out of kind ``CalloutKind/block``.
   ///

@@ -31,7 +31,7 @@ extension EventRunLoop {
     return request
   }
 
-  /// ``perform(inModes:name:_:)`` with its defaults: `body` runs in the loop's common modes,
+  /// ``perform(inModes:name:_:)->PerformRequest`` with its defaults: `body` runs in the loop's common modes,
   /// named "perform" in traces.
   ///
   /// ```swift
@@ -89,7 +89,7 @@ extension EventRunLoop {
     }
   }
 
-  /// Queues `body` on the main thread's loop; see ``perform(inModes:name:_:)``.
+  /// Queues `body` on the main thread's loop; see ``perform(inModes:name:_:)->PerformRequest``.
   ///
   /// ```swift
   /// EventRunLoop.performOnMain { updateStatus() }

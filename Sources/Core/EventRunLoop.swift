@@ -21,7 +21,7 @@ import Synchronization
 /// ```
 ///
 /// Only the owning thread may run the loop. Everything else (adding and removing sources,
-/// ``stop()``, ``wakeUp()``, ``perform(inModes:name:_:)``) is safe from any thread, as the
+/// ``stop()``, ``wakeUp()``, ``perform(inModes:name:_:)->PerformRequest``) is safe from any thread, as the
 /// guide's "Thread Safety and Run Loop Objects" describes for CoreFoundation.
 public final class EventRunLoop: @unchecked Sendable {
   /// A number that identifies the loop in traces, unique in the process.

@@ -5,9 +5,9 @@ extension InProcessPort {
   /// A new port added to `loop` in `mode`, and the messages it receives as a sequence. The
   /// loop takes each message off the port (on its thread, in FIFO order) and hands it to the
   /// sequence's buffer; with the default `.oldest(capacity)` a full buffer refuses further
-  /// messages and counts them in ``RunLoopCore/LoopEvents/droppedCount``. Ending the
+  /// messages and counts them in `LoopEvents.droppedCount`. Ending the
   /// consuming task invalidates the port (senders then get
-  /// ``RunLoopCore/RunLoopError/Code/invalidated``).
+  /// a `RunLoopError` with code `invalidated`).
   ///
   /// ```swift
   /// let (port, messages) = try InProcessPort.messages(on: worker)

@@ -6,7 +6,7 @@ extension SignalSource {
   /// `mode`, as a sequence (a ``SignalSource`` made and added for it; the signals are blocked
   /// in the calling thread, see the type's discussion for the others). With the default
   /// `.oldest(64)` a full buffer refuses further signals and counts them in
-  /// ``RunLoopCore/LoopEvents/droppedCount`` (the kernel itself merges a standard signal
+  /// `LoopEvents.droppedCount` (the kernel itself merges a standard signal
   /// sent again before it is read). Ending the consuming task invalidates the source.
   ///
   /// ```swift

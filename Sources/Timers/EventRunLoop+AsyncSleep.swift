@@ -12,7 +12,7 @@ extension EventRunLoop {
   /// ```
   ///
   /// - Throws: `CancellationError` when the task is cancelled first (the timer is
-  ///   invalidated at once); ``RunLoopCore/RunLoopError/Code/loopThreadExited`` when the
+  ///   invalidated at once); a `RunLoopError` with code `loopThreadExited` when the
   ///   loop's thread has exited.
   public func sleep(
     for duration: Duration, tolerance: Duration = .zero, inModes modes: [LoopMode] = [.common]

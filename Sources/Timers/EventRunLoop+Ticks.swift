@@ -4,13 +4,13 @@ import RunLoopCore
 /// `Timer.publish(every:on:in:)` for a task.
 extension EventRunLoop {
   /// The instants at which a repeating ``LoopTimer`` on this loop fires, every `interval`
-  /// from now, while the loop runs in one of `modes` (``LoopMode/common`` by default, as
+  /// from now, while the loop runs in one of `modes` (`.common` by default, as
   /// `Timer.publish(every: 1, on: .main, in: .common)`).
   ///
   /// The timer is made and added at once (it does not wait for the first `next()`, the way
   /// `autoconnect()` does on the first subscriber). A consumer slower than the ticks misses
   /// some: with the default `.newest(1)` it finds the latest tick waiting, and
-  /// ``RunLoopCore/LoopEvents/droppedCount`` counts the others. Ending the consuming task
+  /// `LoopEvents.droppedCount` counts the others. Ending the consuming task
   /// invalidates the timer. On a loop whose thread has exited, the sequence is empty.
   ///
   /// ```swift
