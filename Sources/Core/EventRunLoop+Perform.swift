@@ -31,7 +31,7 @@ extension EventRunLoop {
     return request
   }
 
-  /// ``perform(inModes:name:_:)`` with its defaults: `body` runs in the loop's common modes,
+  /// ``perform(inModes:name:_:)->PerformRequest`` with its defaults: `body` runs in the loop's common modes,
   /// named "perform" in traces.
   ///
   /// ```swift
@@ -89,7 +89,7 @@ extension EventRunLoop {
     }
   }
 
-  /// Queues `body` on the main thread's loop; see ``perform(inModes:name:_:)``.
+  /// Queues `body` on the main thread's loop; see ``perform(inModes:name:_:)->PerformRequest``.
   ///
   /// ```swift
   /// EventRunLoop.performOnMain { updateStatus() }
@@ -161,10 +161,13 @@ extension EventRunLoop {
   }
 
   /// Runs every perform request for `mode` queued before this call, in FIFO order (steps 3,
-  /// 4 and 9). Takes the lock only when something is queued.
+  /// 4 and 9), then the Swift concurrency jobs queued for it (see `runJobs(mode:)`). Takes
+  /// the lock only when something is queued.
   func runPerformRequests(mode: LoopMode) {
-    guard published.performCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
-    runQueuedRequests(mode: mode)
+    if published.performCount.load(ordering: .sequentiallyConsistent) > 0 {
+      runQueuedRequests(mode: mode)
+    }
+    runJobs(mode: mode)
   }
 
   /// Out of line, like the other slow paths of a pass (see Docs/Performance.md, "What the
