@@ -2,9 +2,11 @@ import CoreMetrics
 import Histogram
 import RunLoopCore
 
-/// Per-loop measurements: iterations, time asleep and busy, call-out counts and time, timer
-/// lateness and custom-source signal-to-perform latency (p50, p99, max), as a snapshot API
-/// and, optionally, through swift-metrics.
+/// Per-loop measurements: iterations, time asleep and busy, utilization (busy over busy plus
+/// asleep), call-out counts and time, timer lateness, custom-source signal-to-perform latency
+/// and the delay of every kind of call-out that has a due time (p50, p99, max), as a snapshot
+/// API and, optionally, through swift-metrics (`runloop.utilization`, a gauge set at each
+/// sleep; `runloop.callout.delay`, a timer with dimensions `loop` and `kind`).
 ///
 /// Attach it like a tracer. Latencies go into HdrHistogram (`hdrhistogram-swift`) rather than
 /// a hand-written histogram: constant memory, 3 significant digits at any scale.
@@ -212,6 +214,7 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
         } else if callout.kind == .source {
           _ = accumulator.signalToPerform.record(UInt64(max(0, latency)))
         }
+        accumulator.recordDelay(latency, kind: callout.kind.name)
       }
       return (accumulator.exported, own)
     }
@@ -219,6 +222,7 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
     // Made outside every lock of this instrument: the factory is user code.
     exported.calloutTimer(kind: callout.kind.name).recordNanoseconds(own)
     if let latency {
+      exported.delayTimer(kind: callout.kind.name).recordNanoseconds(max(0, latency))
       if callout.kind == .timer { exported.timerLateness.recordNanoseconds(max(0, latency)) }
       if callout.kind == .source { exported.signalToPerform.recordNanoseconds(max(0, latency)) }
     }
@@ -236,8 +240,8 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
     let length = _TraceClock.nanoseconds(end - start)
     let from = _TraceClock.nanoseconds(of: start)
     let spins = loop.spinStatistics
-    let (exported, newSpins, newCatches) = withAccumulator(info.loopID) {
-      accumulator -> (_ExportedMetrics?, UInt64, UInt64) in
+    let (exported, newSpins, newCatches, utilization) = withAccumulator(info.loopID) {
+      accumulator -> (_ExportedMetrics?, UInt64, UInt64, Double) in
       accumulator.noteEvent(at: from)
       accumulator.asleepNanoseconds += length
       // A sleep of a nested run is time the enclosing call-out did not spend working.
@@ -246,10 +250,12 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
       accumulator.spins = spins
       return (
         accumulator.exported, spins.spins &- (seen?.spins ?? spins.spins),
-        spins.caught &- (seen?.caught ?? spins.caught)
+        spins.caught &- (seen?.caught ?? spins.caught),
+        accumulator.utilization(at: from.saturatingAdding(length))
       )
     }
     exported?.asleep.recordNanoseconds(length)
+    exported?.utilization.record(utilization)
     if newSpins > 0 { exported?.spins.increment(by: Int64(clamping: newSpins)) }
     if newCatches > 0 { exported?.spinsCaught.increment(by: Int64(clamping: newCatches)) }
   }
@@ -290,6 +296,8 @@ struct _LoopAccumulator {
   var nested: [Int64] = []
   var timerLateness = _LoopAccumulator.makeHistogram()
   var signalToPerform = _LoopAccumulator.makeHistogram()
+  // Due time to call-out start, by call-out kind.
+  var delays: [String: Histogram<UInt64>] = [:]
   // The loop's spin statistics at its latest sleep (nil before the first one).
   var spins: LoopSpinStatistics?
   let exported: _ExportedMetrics?
@@ -326,6 +334,18 @@ struct _LoopAccumulator {
     return max(0, duration - inner)
   }
 
+  mutating func recordDelay(_ nanoseconds: Int64, kind: String) {
+    if delays[kind] == nil { delays[kind] = Self.makeHistogram() }
+    _ = delays[kind]!.record(UInt64(max(0, nanoseconds)))
+  }
+
+  /// Busy over busy plus asleep, from the first event heard to `now`.
+  func utilization(at now: Int64) -> Double {
+    let inRuns = runNanoseconds + (runStart.map { max(0, now - $0) } ?? 0)
+    guard inRuns > 0 else { return 0 }
+    return min(1, max(0, Double(inRuns - asleepNanoseconds) / Double(inRuns)))
+  }
+
   static func makeHistogram() -> Histogram<UInt64> {
     // 1 ns to 60 s at 3 significant digits; grows past that instead of failing.
     var histogram = Histogram<UInt64>(
@@ -342,11 +362,13 @@ struct _LoopAccumulator {
     for (kind, count) in calloutCounts {
       callouts[kind] = .init(count: count, totalNanoseconds: calloutNanoseconds[kind] ?? 0)
     }
-    return LoopMetricsSnapshot(
+    var snapshot = LoopMetricsSnapshot(
       loopID: loopID, iterations: iterations, runs: runs, asleepNanoseconds: asleepNanoseconds,
       busyNanoseconds: max(0, inRuns - asleepNanoseconds), callouts: callouts,
       timerLateness: Self.latency(timerLateness), signalToPerform: Self.latency(signalToPerform),
       spins: spins ?? LoopSpinStatistics(spins: 0, caught: 0, spinTime: .zero))
+    snapshot.delays = delays.mapValues(Self.latency)
+    return snapshot
   }
 
   static func latency(_ histogram: Histogram<UInt64>) -> LoopMetricsSnapshot.Latency {
@@ -365,11 +387,14 @@ final class _ExportedMetrics: Sendable {
   let signalToPerform: CoreMetrics.Timer
   let spins: Counter
   let spinsCaught: Counter
+  let utilization: Recorder
   private let prefix: String
   private let dimensions: [(String, String)]
   private let factory: any MetricsFactory
   // Guarded by its own lock: call-out timers by kind.
   private let calloutTimers = GuardedState<[String: CoreMetrics.Timer]>([:])
+  // Guarded by its own lock: delay timers by kind.
+  private let delayTimers = GuardedState<[String: CoreMetrics.Timer]>([:])
 
   init(prefix: String, loopID: UInt64, factory: any MetricsFactory) {
     self.prefix = prefix
@@ -386,6 +411,21 @@ final class _ExportedMetrics: Sendable {
     spins = Counter(label: "\(prefix).spins", dimensions: dimensions, factory: factory)
     spinsCaught = Counter(
       label: "\(prefix).spins.caught", dimensions: dimensions, factory: factory)
+    utilization = Recorder(
+      label: "\(prefix).utilization", dimensions: dimensions, aggregate: false, factory: factory)
+  }
+
+  func delayTimer(kind: String) -> CoreMetrics.Timer {
+    if let timer = delayTimers.withLock({ $0[kind] }) { return timer }
+    // Made with no lock held: the factory is user code.
+    let made = CoreMetrics.Timer(
+      label: "\(prefix).callout.delay", dimensions: dimensions + [("kind", kind)],
+      factory: factory)
+    return delayTimers.withLock { timers in
+      if let timer = timers[kind] { return timer }
+      timers[kind] = made
+      return made
+    }
   }
 
   func calloutTimer(kind: String) -> CoreMetrics.Timer {

@@ -1,7 +1,8 @@
 import Histogram
 
-/// A summary of a trace per loop: iterations, share of time asleep, the call-outs that took
-/// the most time, and timer lateness.
+/// A summary of a trace per loop: iterations, share of time asleep, utilization (busy over
+/// busy plus asleep, in runs), the delay of each kind of call-out from its due time, the
+/// call-outs that took the most time, and timer lateness.
 ///
 /// ```swift
 /// let summary = TraceSummary(records: try TraceLog.read(contentsOf: "/tmp/loop.jsonl"))
@@ -62,6 +63,31 @@ public struct TraceSummary: Sendable, Hashable {
     /// let timerLateness = summary.loops[0].timerLateness
     /// ```
     public var timerLateness: LoopMetricsSnapshot.Latency
+    /// Nanoseconds in runs (outermost entry to exit; a run the trace began or ended inside of
+    /// counts from the loop's first record or to its last).
+    ///
+    /// ```swift
+    /// let inRuns = summary.loops[0].runNanoseconds
+    /// ```
+    public var runNanoseconds: Int64 = 0
+    /// How long call-outs waited from their due time to their start, by call-out kind
+    /// (records with `lateness_ns`).
+    ///
+    /// ```swift
+    /// let performDelay = summary.loops[0].delays["block"]?.p99
+    /// ```
+    public var delays: [String: LoopMetricsSnapshot.Latency] = [:]
+
+    /// Busy over busy plus asleep, in runs: `(runNanoseconds - asleepNanoseconds) /
+    /// runNanoseconds`, from 0 to 1.
+    ///
+    /// ```swift
+    /// let utilization = summary.loops[0].utilization
+    /// ```
+    public var utilization: Double {
+      guard runNanoseconds > 0 else { return 0 }
+      return min(1, max(0, 1 - Double(asleepNanoseconds) / Double(runNanoseconds)))
+    }
 
     /// The share of the loop's span spent asleep, from 0 to 1.
     ///
@@ -130,7 +156,13 @@ public struct TraceSummary: Sendable, Hashable {
         lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000,
         numberOfSignificantValueDigits: .three)
       lateness.autoResize = true
+      var delays: [String: Histogram<UInt64>] = [:]
       for record in records where record.record == .callout {
+        if let late = record.lateness {
+          let kind = record.calloutKind ?? ""
+          if delays[kind] == nil { delays[kind] = _LoopAccumulator.makeHistogram() }
+          _ = delays[kind]!.record(UInt64(max(0, late)))
+        }
         let key = "\(record.calloutKind ?? "")\u{0}\(record.calloutName ?? "")"
         var entry =
           callouts[key]
@@ -144,7 +176,7 @@ public struct TraceSummary: Sendable, Hashable {
           _ = lateness.record(UInt64(max(0, late)))
         }
       }
-      return Loop(
+      var loop = Loop(
         loop: id, thread: records.first?.thread ?? "", tid: records.first?.tid ?? 0,
         iterations: UInt64(records.filter { $0.activity == "beforeTimers" }.count),
         // Saturating: the summary reads logs written by anyone, damaged ones included.
@@ -157,7 +189,34 @@ public struct TraceSummary: Sendable, Hashable {
             ($0.totalNanoseconds, $1.name) > ($1.totalNanoseconds, $0.name)
           }.prefix(top)),
         timerLateness: _LoopAccumulator.latency(lateness))
+      loop.runNanoseconds = Self.runTime(records, from: first, to: last)
+      loop.delays = delays.mapValues(_LoopAccumulator.latency)
+      return loop
     }
+  }
+
+  /// Time in outermost runs: entry to exit at depth 1, a run open at either end of the trace
+  /// counted from `first` or to `last`.
+  private static func runTime(_ records: [TraceRecord], from first: Int64, to last: Int64)
+    -> Int64
+  {
+    var total: Int64 = 0
+    var start: Int64? = nil
+    var sawEntry = false
+    for record in records where record.record == .activity && record.depth == 1 {
+      if record.activity == "entry" {
+        start = record.timestamp
+        sawEntry = true
+      } else if record.activity == "exit" {
+        total = total.saturatingAdding(record.timestamp.saturatingSubtracting(start ?? first))
+        start = nil
+        sawEntry = true
+      }
+    }
+    if let start { total = total.saturatingAdding(last.saturatingSubtracting(start)) }
+    // A trace of a run that neither began nor ended in it: the whole span is in the run.
+    if !sawEntry { total = last.saturatingSubtracting(first) }
+    return total
   }
 
   /// The summary as text for people.
@@ -169,9 +228,15 @@ public struct TraceSummary: Sendable, Hashable {
     var lines: [String] = []
     for loop in loops {
       let percent = Int((loop.asleepFraction * 100).rounded())
+      let utilization = (loop.utilization * 1000).rounded() / 10
       lines.append(
         "loop \(loop.loop) (\(loop.thread), tid \(loop.tid)): \(loop.iterations) iterations, "
-          + "\(percent)% asleep over \(ms(loop.spanNanoseconds))")
+          + "\(percent)% asleep over \(ms(loop.spanNanoseconds)), utilization \(utilization)%")
+      for (kind, delay) in loop.delays.sorted(by: { $0.key < $1.key }) {
+        lines.append(
+          "  delay \(kind): p50 \(ms(delay.p50)), p99 \(ms(delay.p99)), max \(ms(delay.max)) "
+            + "(\(delay.count) call-outs)")
+      }
       if loop.timerLateness.count > 0 {
         lines.append(
           "  timer lateness: p50 \(ms(loop.timerLateness.p50)), "
