@@ -21,6 +21,8 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+    // `swift package generate-documentation` (the README's documentation command).
+    .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
   ],
   targets: [
@@ -83,7 +85,7 @@ let package = Package(
       ],
       path: "Sources/Demo"
     ),
-    // Side-by-side benchmarks against CFRunLoop and the bare Linux calls (Docs/Performance.md).
+    // Side-by-side benchmarks against CFRunLoop and the bare Linux calls (Docs/RunLoopGuide.docc/Performance.md).
     .executableTarget(
       name: "RunLoopBench",
       dependencies: [
@@ -131,19 +133,26 @@ let package = Package(
       dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopTestSupport"],
       path: "Tests/TimersTests"
     ),
-    // The code of the Docs/ articles, compiled so that an article cannot show code that does
-    // not build (IntegrationTests/SnippetCheckTests ties the articles to it).
+    // The guide: the DocC catalog Docs/RunLoopGuide.docc (articles and tutorial) and the code of
+    // its articles (Docs/Snippets), compiled so that an article cannot show code that does not
+    // build (IntegrationTests/SnippetCheckTests ties the articles to it). The catalog lives in
+    // Docs/ with this target because a catalog belongs to one target's folder, and the library
+    // modules' folders are fixed; its articles link to their symbols through combined docs.
     .target(
-      name: "DocSnippets",
-      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
-      path: "Docs/Snippets",
-      exclude: ["README.md"]
+      name: "RunLoopGuide",
+      dependencies: [
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
+      ],
+      path: "Docs",
+      exclude: [
+        "README.md", "Snippets/README.md", "images", "trace-schema.json", "runloop-demo.service",
+      ]
     ),
     .testTarget(
       name: "IntegrationTests",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
-        "DocSnippets",
+        "RunLoopGuide",
       ],
       path: "Tests/IntegrationTests"
     ),

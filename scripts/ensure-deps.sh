@@ -2,8 +2,10 @@
 # Installs the Debian packages the project needs when they are missing: libsystemd-dev (the
 # journald sink links libsystemd), pkg-config, systemd (for systemd-journald in tests),
 # systemd-journal-remote (the test that ships a trace with systemd-journal-upload to
-# systemd-journal-remote), librsvg2-bin (rsvg-convert, to look at timelines as PNG) and tmux
-# (the demo's countdown and top tests drive a terminal). Does nothing when all are present.
+# systemd-journal-remote), librsvg2-bin (rsvg-convert, to look at timelines as PNG), tmux
+# (the demo's countdown and top tests drive a terminal), and libuv1-dev and libglib2.0-dev
+# (the peers that the Benchmarks package measures; it takes sd-event from libsystemd-dev).
+# Does nothing when all are present.
 set -euo pipefail
 
 missing=()
@@ -11,6 +13,8 @@ dpkg -s libsystemd-dev >/dev/null 2>&1 || missing+=(libsystemd-dev)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 [ -x /lib/systemd/systemd-journald ] || missing+=(systemd)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+dpkg -s libuv1-dev >/dev/null 2>&1 || missing+=(libuv1-dev)
+dpkg -s libglib2.0-dev >/dev/null 2>&1 || missing+=(libglib2.0-dev)
 [ -x /lib/systemd/systemd-journal-remote ] || missing+=(systemd-journal-remote)
 command -v rsvg-convert >/dev/null 2>&1 || missing+=(librsvg2-bin)
 

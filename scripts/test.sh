@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what is missing, starts journald when
 # none answers, runs every test, runs it again under ThreadSanitizer, builds the benchmark
-# in release mode, fuzzes briefly and checks the formatting. Exits non-zero on the first
+# in release mode, fuzzes briefly, builds the peers' benchmark (Benchmarks/) and runs it
+# briefly, builds the documentation and checks the formatting. Exits non-zero on the first
 # failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,8 @@ trap 'rm -f "$log"' EXIT
 # Every test is a Swift Testing test; XCTest would only add an empty run to the output.
 step "build"
 swift build --build-tests
+step "documentation (DocC; fails on any warning)"
+bash scripts/docs.sh .build/docs
 step "tests"
 swift test --disable-xctest 2>&1 | tee -a "$log"
 step "tests under ThreadSanitizer"
@@ -37,8 +40,15 @@ if grep -q '"runloop-bench"' Package.swift; then
   swift build -c release --product runloop-bench
 fi
 
+# The peers' benchmark is a package of its own (Benchmarks/, with swift-nio, libuv, GLib and
+# sd-event). A debug build and a --quick run check that every side still builds and runs;
+# its figures are not quoted (a release build of swift-nio would cost CI minutes).
+step "peers benchmark (Benchmarks/: debug build, --quick smoke run)"
+(cd Benchmarks && swift build --product runloop-peers && .build/debug/runloop-peers --quick)
+
 step "format"
-lint=$(swift format lint --strict --recursive Sources Tests Docs/Snippets fuzz Package.swift 2>&1)
+lint=$(swift format lint --strict --recursive Sources Tests Docs/Snippets fuzz Package.swift \
+  Benchmarks/Sources Benchmarks/Package.swift 2>&1)
 if [ -n "$lint" ]; then
   echo "$lint"
   exit 1

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Draws Docs/images/timer-churn.svg from a runloop-bench JSON file (standard library only).
+"""Draws Docs/RunLoopGuide.docc/Resources/timer-churn.svg from a runloop-bench JSON file
+(standard library only).
 
     swift build -c release --product runloop-bench
     .build/release/runloop-bench --suite timer-churn --json /tmp/churn.json
-    python3 Docs/images/timer-churn.py /tmp/churn.json Docs/images/timer-churn.svg
+    python3 Docs/images/timer-churn.py /tmp/churn.json \
+        Docs/RunLoopGuide.docc/Resources/timer-churn.svg
 
 Both axes are logarithmic: a line of slope 1 is linear growth, slope 2 quadratic.
 """

@@ -53,8 +53,12 @@ extension EventRunLoop {
   /// try worker.performAndWait { configure() }
   /// ```
   ///
-  /// - Parameter deadline: give up waiting then; the request is cancelled if it has not
-  ///   started (a request already running is waited for to the end).
+  /// - Parameters:
+  ///   - modes: the modes in which it may run (the common modes by default).
+  ///   - name: its name in traces.
+  ///   - deadline: give up waiting then; the request is cancelled if it has not started (a
+  ///     request already running is waited for to the end).
+  ///   - body: the work.
   /// - Throws: ``RunLoopError/Code/timedOut`` at the deadline,
   ///   ``RunLoopError/Code/cancelled`` when someone cancelled it,
   ///   ``RunLoopError/Code/loopThreadExited`` when the loop's thread exited first.

@@ -4,7 +4,7 @@ import RunLoopPorts
 import RunLoopTimers
 
 /// The countdown's state and its three sources on the main run loop: the one-second timer,
-/// standard input, and SIGINT/SIGTERM.
+/// standard input, and SIGINT/SIGTERM/SIGHUP (a closed terminal ends it like Ctrl-C).
 final class CountdownSession: @unchecked Sendable {
   enum Status: String {
     case running
@@ -34,7 +34,8 @@ final class CountdownSession: @unchecked Sendable {
     enterRawMode()
     defer { restoreTerminal() }
 
-    let signals = try SignalSource(signals: [SIGINT, SIGTERM], name: "signals") { [self] _ in
+    let signals = try SignalSource(signals: [SIGINT, SIGTERM, SIGHUP], name: "signals") {
+      [self] _ in
       finish(.interrupted, loop: loop)
     }
     try signals.add(to: loop, mode: .default)

@@ -11,7 +11,7 @@ struct DemoJob: Sendable {
 
   /// Message ids on the ports (the guide's check-in protocol uses 100 for the check-in).
   enum MessageID {
-    /// worker to main: "here is my port" (Listing 3-14).
+    /// worker to main: "here is my port" (Listing 3-15).
     static let checkIn: UInt32 = 100
     /// main to worker: a job.
     static let job: UInt32 = 200

@@ -26,7 +26,14 @@ final class DemoService: @unchecked Sendable {
     var journal: Bool
     var journalSocket: String?
     var identifier: String
+    /// One bound for writing out every trace sink at shutdown (the JSON log first).
+    var shutdownTimeout: Duration = .seconds(5)
+    /// How long to wait for a reader when the JSON log is a FIFO nobody reads yet.
+    var fifoWait: Duration = .seconds(5)
   }
+
+  /// The exit status when the JSON log lost records (EX_IOERR of sysexits.h).
+  static let incompleteLogStatus: Int32 = 74
 
   /// The mode of the critical section: a common mode, so timers, ports and signals in the
   /// common modes go on; the low-priority source is not in it and waits.
@@ -68,12 +75,10 @@ final class DemoService: @unchecked Sendable {
 
   func run() throws -> Int32 {
     let mainLoop = EventRunLoop.current
-    let jsonSink: JSONLinesSink
-    do {
-      jsonSink = try JSONLinesSink(path: options.jsonLogPath)
-    } catch {
-      throw DemoError("cannot write the JSON log at '\(options.jsonLogPath)': \(error.message)")
-    }
+    // A reader that goes away (`runloop-demo run | head -1`) ends the run like SIGTERM: with
+    // SIGPIPE ignored the next write fails with EPIPE, see say(_:).
+    signal(SIGPIPE, SIG_IGN)
+    let jsonSink = try openJSONLog()
     var sinks: [any TraceSink] = [jsonSink]
     var journal: PerLoopJournal?
     if options.journal {
@@ -104,9 +109,9 @@ final class DemoService: @unchecked Sendable {
     }
 
     mainLoop.addCommonMode(Self.critical)
-    let signals = try SignalSource(signals: [SIGTERM, SIGINT], name: "signals") { [self] received in
-      let name = received.signal == SIGTERM ? "SIGTERM" : "SIGINT"
-      requestShutdown("\(name) from pid \(received.senderPID)")
+    let signals = try SignalSource(signals: [SIGTERM, SIGINT, SIGHUP], name: "signals") {
+      [self] received in
+      requestShutdown("\(Self.signalName(received.signal)) from pid \(received.senderPID)")
     }
     try signals.add(to: mainLoop, mode: .common)
 
@@ -178,7 +183,8 @@ final class DemoService: @unchecked Sendable {
     signals.invalidate()
     progressSource.invalidate()
     mainPort.invalidate()
-    tracer.close()
+    // One bound for all the sinks together: the JSON log, then every loop's journal sink.
+    tracer.close(timeout: options.shutdownTimeout)
 
     let snapshot = state.withLock { $0 }
     say(
@@ -186,8 +192,95 @@ final class DemoService: @unchecked Sendable {
         + "\(snapshot.sent) jobs sent, \(snapshot.done) done")
     let rows = summaryRows(mainLoop: mainLoop, metrics: metrics, journal: journal)
     say(SummaryTable.render(rows))
+    if let journal, case let unsent = journal.unsent, unsent > 0 {
+      StandardStreams.error(
+        "runloop-demo: journald did not take \(unsent) trace entries within the "
+          + "\(DurationArgument(options.shutdownTimeout).seconds) s shutdown bound (is journald "
+          + "stopped?); they are lost (counted in the journald drops column)")
+    }
+    let statistics = jsonSink.statistics
+    guard statistics.isComplete else {
+      StandardStreams.error(Self.incompleteLogMessage(options, statistics))
+      say("JSON log INCOMPLETE: \(options.jsonLogPath) (run id \(tracer.runID))")
+      return Self.incompleteLogStatus
+    }
     say("JSON log written: \(options.jsonLogPath) (run id \(tracer.runID))")
     return joinFailures == 0 ? 0 : 1
+  }
+
+  /// Opens the JSON log. A FIFO nobody reads yet is waited for, up to `fifoWait`, with
+  /// SIGTERM, SIGINT and SIGHUP still ending the wait (they are blocked for the signalfd,
+  /// so the wait looks for them pending).
+  private func openJSONLog() throws -> JSONLinesSink {
+    let path = options.jsonLogPath
+    let deadline = ContinuousClock.now + options.fifoWait
+    var told = false
+    while true {
+      do {
+        return try JSONLinesSink(path: path)
+      } catch let error where error.systemError == ENXIO {
+        if let signal = Self.pendingStopSignal() {
+          throw DemoError(
+            "interrupted by \(Self.signalName(signal)) while waiting for a reader of the FIFO "
+              + "'\(path)'; nothing was traced")
+        }
+        guard ContinuousClock.now < deadline else {
+          throw DemoError(
+            "cannot write the JSON log at '\(path)': it is a FIFO and no process opened it for "
+              + "reading within \(DurationArgument(options.fifoWait).seconds) s (start the "
+              + "reader first, or raise --fifo-wait)")
+        }
+        if !told {
+          StandardStreams.error(
+            "runloop-demo: '\(path)' is a FIFO nobody reads yet; waiting up to "
+              + "\(DurationArgument(options.fifoWait).seconds) s for a reader")
+          told = true
+        }
+        usleep(20_000)
+      } catch {
+        throw DemoError("cannot write the JSON log at '\(path)': \(error.message)")
+      }
+    }
+  }
+
+  /// SIGTERM, SIGINT or SIGHUP, if one is pending (they are blocked in every thread).
+  private static func pendingStopSignal() -> Int32? {
+    var pending = sigset_t()
+    guard sigpending(&pending) == 0 else { return nil }
+    return [SIGTERM, SIGINT, SIGHUP].first { sigismember(&pending, $0) == 1 }
+  }
+
+  static func signalName(_ signal: Int32) -> String {
+    switch signal {
+    case SIGTERM: "SIGTERM"
+    case SIGINT: "SIGINT"
+    case SIGHUP: "SIGHUP"
+    default: "signal \(signal)"
+    }
+  }
+
+  /// What went wrong with the JSON log, with the sink's figures.
+  static func incompleteLogMessage(_ options: Options, _ statistics: JSONLinesSinkStatistics)
+    -> String
+  {
+    var problems: [String] = []
+    if statistics.recordsLost > 0 {
+      let reason = statistics.lastError.map { String(cString: strerror($0)) } ?? "unknown error"
+      problems.append(
+        "\(statistics.recordsLost) records lost to \(statistics.writeErrors) failed writes "
+          + "(last: \(reason))")
+    }
+    if statistics.recordsPending > 0 {
+      problems.append(
+        "\(statistics.recordsPending) records still waiting to be written when the "
+          + "\(DurationArgument(options.shutdownTimeout).seconds) s shutdown bound ran out "
+          + "(the file or pipe stopped taking data)")
+    }
+    if statistics.fileRemoved {
+      problems.append("the file was deleted during the run, taking its records with it")
+    }
+    return "runloop-demo: the JSON log '\(options.jsonLogPath)' is incomplete: "
+      + "\(statistics.recordsWritten) records written, " + problems.joined(separator: "; ")
   }
 
   // MARK: - Main-loop call-outs
@@ -346,7 +439,7 @@ final class DemoService: @unchecked Sendable {
       let journalDrops: String
       if let journal {
         let statistics = journal.statistics(ofLoop: id)
-        journalDrops = statistics.map { "\($0.dropped + $0.failed)" } ?? "0"
+        journalDrops = statistics.map { "\($0.dropped + $0.failed + $0.unsent)" } ?? "0"
       } else {
         journalDrops = "-"
       }
@@ -362,7 +455,9 @@ final class DemoService: @unchecked Sendable {
     return "[\(whole).\(fraction)s]"
   }
 
+  /// Narrates on standard output; a reader gone (EPIPE) ends the run as SIGTERM does.
   private func say(_ text: String) {
-    StandardStreams.out(text)
+    guard !StandardStreams.out(text), state.withLock({ $0.shutdownReason == nil }) else { return }
+    requestShutdown("standard output closed (its reader went away)")
   }
 }

@@ -36,7 +36,7 @@ final class DemoWorker: @unchecked Sendable {
     let source = CustomInputSource(
       name: "\(name).commands",
       schedule: { [self] _, mode in
-        // Listing 3-6: tell the main thread the source exists, so it can send commands.
+        // Listing 3-4 (with 3-8): tell the main thread the source exists, so it can send commands.
         EventRunLoop.main.perform(name: "register-source") { [self] in
           service.register(worker: self, mode: mode)
         }
@@ -52,7 +52,7 @@ final class DemoWorker: @unchecked Sendable {
       })
     sourceBox.withLock { $0 = source }
     try loop.add(source, mode: .default)
-    // Listing 3-14: check in with the main thread, giving it our port for replies.
+    // Listing 3-15: check in with the main thread, giving it our port for replies.
     try service.mainPort.send(
       msgid: DemoJob.MessageID.checkIn, components: [Array(name.utf8)], receivePort: port,
       before: .now + .seconds(2))

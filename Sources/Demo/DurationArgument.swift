@@ -27,6 +27,9 @@ struct DurationArgument: ExpressibleByArgument, Sendable, CustomStringConvertibl
 
   /// Parses `1m30s`, `500ms`, `2.5`, `3s`, `2m`, `1h`; `nil` for anything else.
   static func seconds(of text: String) -> Double? {
+    // Decimal digits and points only: Double(_:) would also take "0x10", "1e3" or "inf".
+    let allowed = Set("0123456789.mshMSH".unicodeScalars)
+    guard !text.isEmpty, text.unicodeScalars.allSatisfy(allowed.contains) else { return nil }
     if let plain = Double(text) { return plain }
     var total = 0.0
     var number = ""

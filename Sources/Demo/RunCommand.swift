@@ -16,10 +16,15 @@ struct RunCommand: ParsableCommand {
         4. Once, the main loop runs a nested run in a custom mode, "critical": timers,
            ports and signals (in the common modes) go on; the low-priority "progress"
            source, in the default mode only, is held until the loop is back in default.
-        5. On SIGTERM/SIGINT (read through a signalfd on the main loop) or at --duration,
-           the loops stop, the threads are joined, the logs are flushed, and a table
-           shows each loop's iterations, time asleep, call-outs, timer lateness and
-           journald drops. Exit status 0.
+        5. On SIGTERM/SIGINT/SIGHUP (read through a signalfd on the main loop), when
+           standard output's reader goes away (`run | head -1`), or at --duration, the
+           loops stop, the threads are joined, the logs are written out (within
+           --shutdown-timeout for all of them together), and a table shows each loop's
+           iterations, time asleep, call-outs, timer lateness and journald drops.
+
+      Exit status: 0 when the JSON log is complete; 74 when it lost records (a full disk,
+      a failed write, a file deleted during the run, a reader too slow for the shutdown
+      bound), with the figures on standard error; 1 for other errors, 64 for bad flags.
 
       Every activity, call-out and sleep of every loop goes to the JSON log (complete)
       and to journald (best effort). Find this run's records with:
@@ -28,7 +33,10 @@ struct RunCommand: ParsableCommand {
       """
   )
 
-  @Option(name: .long, help: "Worker threads, each with its own run loop (1 to 16).")
+  // Unconditional: "-1" is read as the (invalid) value, not as an unknown flag.
+  @Option(
+    name: .long, parsing: .unconditional,
+    help: "Worker threads, each with its own run loop (1 to 16).")
   var workers: Int = 2
 
   @Option(
@@ -42,6 +50,20 @@ struct RunCommand: ParsableCommand {
     name: .customLong("json-log"),
     help: ArgumentHelp("Where to write the JSON Lines trace.", valueName: "path"))
   var jsonLog: String = "runloop-trace.jsonl"
+
+  @Option(
+    name: .customLong("shutdown-timeout"),
+    help: ArgumentHelp(
+      "At shutdown, how long writing out the JSON log and journald together may take.",
+      valueName: "duration"))
+  var shutdownTimeout: DurationArgument = DurationArgument(.seconds(5))
+
+  @Option(
+    name: .customLong("fifo-wait"),
+    help: ArgumentHelp(
+      "When --json-log is a FIFO nobody reads yet, how long to wait for a reader.",
+      valueName: "duration"))
+  var fifoWait: DurationArgument = DurationArgument(.seconds(5))
 
   @Flag(name: .customLong("no-journal"), help: "Do not send the trace to journald.")
   var noJournal = false
@@ -64,7 +86,8 @@ struct RunCommand: ParsableCommand {
     let service = DemoService(
       options: .init(
         workers: workers, duration: duration?.duration, jsonLogPath: jsonLog,
-        journal: !noJournal, journalSocket: journalSocket, identifier: identifier))
+        journal: !noJournal, journalSocket: journalSocket, identifier: identifier,
+        shutdownTimeout: shutdownTimeout.duration, fifoWait: fifoWait.duration))
     let status = try service.run()
     if status != 0 { throw ExitCode(status) }
   }

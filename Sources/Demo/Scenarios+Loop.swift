@@ -122,7 +122,7 @@ extension Scenarios {
 
   static let nestedRuns = Scenario(
     name: "nested-runs", title: "A call-out may run the loop again, in another mode",
-    guide: "Run Loops > When Would You Use a Run Loop? (nested runs), Starting the Run Loop"
+    guide: "Run Loops > Starting the Run Loop (run loops can be run recursively), Run Loop Modes"
   ) { narration in
     let loop = EventRunLoop.current
     let modal = LoopMode("modal")

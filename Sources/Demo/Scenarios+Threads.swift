@@ -74,7 +74,7 @@ extension Scenarios {
   static let checkIn = Scenario(
     name: "check-in",
     title: "The check-in protocol: a new thread sends its port to the main thread",
-    guide: "Run Loops > Configuring an NSMachPort Object, Listings 3-12 to 3-14"
+    guide: "Run Loops > Configuring an NSMachPort Object, Listings 3-12 to 3-15"
   ) { narration in
     let loop = EventRunLoop.current
     enum ID {
@@ -104,7 +104,7 @@ extension Scenarios {
     narration.say("1. The main thread creates its port and starts the worker, giving it the port.")
     let worker = RunLoopThread(name: "worker") { thread in
       let done = Atomic<Bool>(false)
-      // Listing 3-14: the worker makes its own port and checks in.
+      // Listing 3-15: the worker makes its own port and checks in.
       let myPort = try InProcessPort(name: "worker.port") { message in
         switch message.msgid {
         case ID.work:

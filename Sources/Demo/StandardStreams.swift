@@ -1,11 +1,27 @@
 import Glibc
+import Synchronization
 
 /// Unbuffered writes to standard output and standard error, so that narration interleaves
 /// in order with what threads print and reaches a pipe at once.
+///
+/// A reader that goes away (`runloop-demo run | head -1`) makes writes fail with `EPIPE` once
+/// SIGPIPE is ignored (the `run` command ignores it, to end the run gracefully instead of
+/// dying with its trace unwritten): the stream is then marked closed, later writes to it are
+/// skipped, and ``out(_:)`` returns `false` for the caller to act on.
 enum StandardStreams {
-  /// Writes `text` and a newline to standard output.
-  static func out(_ text: String) {
-    write(1, text + "\n")
+  /// Set when a write to standard output failed with `EPIPE`.
+  static let outputClosed = Atomic<Bool>(false)
+
+  /// Writes `text` and a newline to standard output; returns `false` when standard output
+  /// is closed (its reader went away).
+  @discardableResult
+  static func out(_ text: String) -> Bool {
+    guard !outputClosed.load(ordering: .acquiring) else { return false }
+    guard write(1, text + "\n") else {
+      outputClosed.store(true, ordering: .releasing)
+      return false
+    }
+    return true
   }
 
   /// Writes `text` and a newline to standard error.
@@ -13,8 +29,10 @@ enum StandardStreams {
     write(2, text + "\n")
   }
 
-  /// Writes `text` as it is (no newline) to `descriptor`, retrying short writes.
-  static func write(_ descriptor: Int32, _ text: String) {
+  /// Writes `text` as it is (no newline) to `descriptor`, retrying short writes; returns
+  /// `false` when the reader is gone (`EPIPE`).
+  @discardableResult
+  static func write(_ descriptor: Int32, _ text: String) -> Bool {
     var bytes = Array(text.utf8)
     var offset = 0
     while offset < bytes.count {
@@ -23,10 +41,11 @@ enum StandardStreams {
       }
       if written < 0 {
         if errno == EINTR { continue }
-        return
+        return errno != EPIPE
       }
       offset += written
     }
     bytes.removeAll()
+    return true
   }
 }

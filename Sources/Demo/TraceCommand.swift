@@ -11,7 +11,7 @@ struct TraceCommand: ParsableCommand {
     abstract: "Summarise a JSON log, or turn it into a Chrome/Perfetto trace or an SVG timeline.",
     discussion: """
       The JSON log (runloop-demo run --json-log PATH) has one record per activity, call-out \
-      and sleep of every loop (schema: Docs/TraceSchema.md).
+      and sleep of every loop (schema: Docs/RunLoopGuide.docc/TraceSchema.md).
 
         runloop-demo trace summary runloop-trace.jsonl
         runloop-demo trace export runloop-trace.jsonl --chrome trace.json   (open at ui.perfetto.dev)

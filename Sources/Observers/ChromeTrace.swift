@@ -89,7 +89,7 @@ public enum ChromeTrace {
 
   /// The whole Chrome Trace Event JSON document (`{"traceEvents": [...]}`).
   ///
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidArgument`` if serialisation fails
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` if serialisation fails
   ///   (it does not for records read by ``TraceLog``).
   ///
   /// ```swift

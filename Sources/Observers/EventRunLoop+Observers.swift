@@ -2,7 +2,7 @@ import RunLoopCore
 
 /// Adding observers to a loop (CoreFoundation's `CFRunLoopAddObserver` and friends).
 extension EventRunLoop {
-  /// Adds `observer` to this loop in `mode`, which may be ``RunLoopCore/LoopMode/common``
+  /// Adds `observer` to this loop in `mode`, which may be ``/RunLoopCore/LoopMode/common``
   /// (then the observer is in every common mode, including modes made common later).
   /// Adding an observer twice to the same mode, or adding an invalidated observer, does
   /// nothing, and so does adding to a loop whose thread has exited. Safe from any thread,
@@ -38,7 +38,7 @@ extension EventRunLoop {
   }
 
   /// Whether `observer` was added to exactly `mode` of this loop (not through
-  /// ``RunLoopCore/LoopMode/common``).
+  /// ``/RunLoopCore/LoopMode/common``).
   ///
   /// ```swift
   /// loop.contains(observer, mode: .common)  // true after add(observer, mode: .common)

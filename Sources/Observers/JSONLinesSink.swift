@@ -4,7 +4,8 @@ import Glibc
 import RunLoopCore
 
 /// The lossless trace sink: one JSON object per line (JSON Lines), schema version
-/// ``TraceRecord/schemaVersion`` (see `Docs/TraceSchema.md` and `Docs/trace-schema.json`).
+/// ``TraceRecord/schemaVersion`` (see `Docs/RunLoopGuide.docc/TraceSchema.md` and
+/// `Docs/trace-schema.json`).
 ///
 /// The loop thread only appends each record to an in-memory queue (as a compact event with
 /// no strings in it, when it comes from a ``LoopTracer``); a writer thread builds the records,
@@ -52,14 +53,14 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendabl
   /// The file is opened without blocking: `path` may name a FIFO, and opening a FIFO for
   /// writing would otherwise wait, uninterruptibly for a program that blocks its signals,
   /// until some process opens it for reading. With no reader yet, the initializer throws
-  /// at once with ``RunLoopCore/RunLoopError/systemError`` `ENXIO`; a caller that wants to
+  /// at once with ``/RunLoopCore/RunLoopError/systemError`` `ENXIO`; a caller that wants to
   /// wait for the reader retries (checking its own signals between tries).
   ///
   /// - Parameters:
   ///   - path: the file.
   ///   - append: add to the file instead of truncating it.
   ///   - closeTimeout: how long ``close()`` waits for the writer.
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/systemCallFailed`` when the file cannot be
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when the file cannot be
   ///   opened (`ENXIO`: a FIFO nobody reads).
   ///
   /// ```swift
@@ -91,7 +92,7 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendabl
   /// - Parameters:
   ///   - fileDescriptor: the descriptor.
   ///   - closeTimeout: how long ``close()`` waits for the writer.
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/systemCallFailed`` when the descriptor is not
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when the descriptor is not
   ///   usable.
   ///
   /// ```swift
@@ -182,6 +183,16 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendabl
   @discardableResult
   public func close(timeout: Duration) -> Bool {
     writer.close(timeout: timeout)
+  }
+
+  /// ``close(timeout:)`` with the time left until `deadline` (none when it has passed: the
+  /// writer is told to finish, and the call returns whether it already had).
+  ///
+  /// ```swift
+  /// let done = sink.close(before: .now + .seconds(2))
+  /// ```
+  public func close(before deadline: ContinuousClock.Instant) -> Bool {
+    writer.close(timeout: max(.zero, deadline - ContinuousClock.now))
   }
 
   /// The most records that waited in the queue at once.

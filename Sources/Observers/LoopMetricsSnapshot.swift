@@ -82,7 +82,7 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
     }
   }
 
-  /// The loop's ``RunLoopCore/EventRunLoop/id``.
+  /// The loop's ``/RunLoopCore/EventRunLoop/id``.
   ///
   /// ```swift
   /// let loopID = snapshot.loopID
@@ -131,7 +131,7 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
   /// ```
   public var signalToPerform: Latency
   /// What the loop's polling before sleep did, as of its latest sleep (see
-  /// ``RunLoopCore/EventRunLoop/spinLimit``): polls, polls that caught work, time polling.
+  /// ``/RunLoopCore/EventRunLoop/spinLimit``): polls, polls that caught work, time polling.
   ///
   /// ```swift
   /// print("\(snapshot.spins.caught) of \(snapshot.spins.spins) polls caught work")

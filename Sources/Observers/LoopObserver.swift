@@ -5,10 +5,10 @@ import Synchronization
 /// sequence of events (CoreFoundation's `CFRunLoopObserver`, the guide's "Run Loop
 /// Observers").
 ///
-/// An observer watches any set of the six ``LoopActivity`` values, repeats or fires once
-/// (a one-shot observer invalidates itself after its first call), and runs in ascending
+/// An observer watches any set of the six ``/RunLoopCore/LoopActivity`` values, repeats or fires
+/// once (a one-shot observer invalidates itself after its first call), and runs in ascending
 /// ``order`` with the other observers of the same notification (ties in the order they were added).
-/// Add it to a loop in one or more modes, including ``LoopMode/common``, with
+/// Add it to a loop in one or more modes, including ``/RunLoopCore/LoopMode/common``, with
 /// ``RunLoopCore/EventRunLoop/add(_:mode:)``.
 ///
 /// ```swift

@@ -151,14 +151,38 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// tracer.close()
   /// ```
   public func close() {
+    guard beginClose() else { return }
+    for sink in sinks { sink.close() }
+  }
+
+  /// Like ``close()``, with one bound for all the sinks together rather than each sink's
+  /// own in turn: every sink gets the same deadline (``TraceSink/close(before:)``). Returns
+  /// whether every sink wrote everything; a sink that did not says what it left behind in
+  /// its statistics. A second call returns `true` at once.
+  ///
+  /// ```swift
+  /// if !tracer.close(timeout: .seconds(5)) { print("some trace records were not written") }
+  /// ```
+  @discardableResult
+  public func close(timeout: Duration) -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    guard beginClose() else { return true }
+    var complete = true
+    for sink in sinks where !sink.close(before: deadline) { complete = false }
+    return complete
+  }
+
+  /// Marks the tracer closed, detaches and lets go of the strings; `false` when it was
+  /// closed already.
+  private func beginClose() -> Bool {
     let first = state.withLock { state -> Bool in
       defer { state.closed = true }
       return !state.closed
     }
-    guard first else { return }
+    guard first else { return false }
     detach()
     releaseTables()
-    for sink in sinks { sink.close() }
+    return true
   }
 
   // A tracer that is simply let go (detached, the last reference dropped) releases its

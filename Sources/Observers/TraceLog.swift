@@ -10,7 +10,7 @@ import RunLoopCore
 public enum TraceLog {
   /// Parses JSON Lines text; blank lines are skipped.
   ///
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidArgument`` naming the first line that
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` naming the first line that
   ///   is not a record of a known schema version.
   ///
   /// ```swift
@@ -39,8 +39,8 @@ public enum TraceLog {
 
   /// Reads and parses the file at `path`.
   ///
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/systemCallFailed`` when the file cannot be read,
-  ///   ``RunLoopCore/RunLoopError/Code/invalidArgument`` for a malformed line.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when the file cannot be read,
+  ///   ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a malformed line.
   ///
   /// ```swift
   /// let records = try TraceLog.read(contentsOf: "trace.jsonl")

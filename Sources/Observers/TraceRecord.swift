@@ -1,6 +1,7 @@
 /// One record of a run-loop trace: an activity the loop reached, a call-out it made, or a
-/// sleep. The JSON Lines sink writes one per line (schema in `Docs/TraceSchema.md` and
-/// `Docs/trace-schema.json`); the journald sink sends the same fields prefixed `RUNLOOP_`.
+/// sleep. The JSON Lines sink writes one per line (schema in
+/// `Docs/RunLoopGuide.docc/TraceSchema.md` and `Docs/trace-schema.json`); the journald sink sends
+/// the same fields prefixed `RUNLOOP_`.
 ///
 /// ```swift
 /// let records = try TraceLog.read(contentsOf: "/tmp/loop.jsonl")
@@ -84,7 +85,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// let thread = record.thread
   /// ```
   public var thread: String
-  /// The loop's ``RunLoopCore/EventRunLoop/id``.
+  /// The loop's ``/RunLoopCore/EventRunLoop/id``.
   ///
   /// ```swift
   /// let loop = record.loop

@@ -232,7 +232,9 @@ public enum TraceTimeline {
 
   /// The SVG document of the whole trace.
   ///
-  /// - Parameter width: the drawing's width in pixels.
+  /// - Parameters:
+  ///   - records: the trace, in any order.
+  ///   - width: the drawing's width in pixels.
   ///
   /// ```swift
   /// let svg = TraceTimeline.svg(from: records, width: 1600)

@@ -125,6 +125,9 @@ package final class _WriterThread<Element: Sendable>: @unchecked Sendable {
   /// The most elements the queue ever held at once.
   package var highWater: Int { state.withLock { $0.highWater } }
 
+  /// Elements accepted into the queue so far (control elements left out).
+  package var accepted: UInt64 { state.withLock { $0.enqueued } }
+
   /// Elements queued and not yet written (still queued, or in the batch being written).
   package var pending: UInt64 { state.withLock { $0.enqueued - $0.written } }
 

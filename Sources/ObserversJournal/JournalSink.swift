@@ -3,7 +3,7 @@ import Glibc
 import RunLoopCore
 import RunLoopObservers
 
-/// A trace sink that sends every ``RunLoopObservers/TraceRecord`` to the systemd journal
+/// A trace sink that sends every ``/RunLoopObservers/TraceRecord`` to the systemd journal
 /// through libsystemd's `sd_journal_sendv`, on a writer thread.
 ///
 /// Each record becomes one journal entry whose fields are the JSON keys in upper case with
@@ -115,11 +115,12 @@ public final class JournalSink: TraceSink, _TraceEventSink, @unchecked Sendable 
   ///     characters).
   ///   - rateLimit: the sink's own limit, kept under journald's (``RateLimit``); `nil` for
   ///     none (when journald's limit is raised or off).
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidArgument`` for an extra field name
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for an extra field name
   ///   journald would refuse, or a rate limit with no burst or no interval.
   ///
   /// ```swift
-  /// let sink = try JournalSink(identifier: "worker", capacity: 4096, extraFields: ["RUNLOOP_TEST": "1"])
+  /// let sink = try JournalSink(identifier: "worker", capacity: 4096, extraFields: ["RUNLOOP_TEST":
+  /// "1"])
   /// ```
   public init(
     identifier: String = "runloop", destination: Destination = .systemJournal,
@@ -200,9 +201,35 @@ public final class JournalSink: TraceSink, _TraceEventSink, @unchecked Sendable 
   /// sink.close()
   /// ```
   public func close() {
-    if writer.close(timeout: .seconds(5)) {
-      emitter.reportDrops(final: true)
-    }
+    close(timeout: .seconds(5))
+  }
+
+  /// Sends what is queued, waiting at most `timeout` for a stalled journald, then a final
+  /// drop report; returns whether everything queued was handed to journald (or failed, or
+  /// was dropped and counted). When the time runs out, what is left stays with the writer
+  /// thread, which sends it should journald wake up before the process ends; until then
+  /// ``JournalSinkStatistics/unsent`` counts it, so a program can report the entries its
+  /// shutdown left behind.
+  ///
+  /// ```swift
+  /// if !sink.close(timeout: .seconds(1)) {
+  ///   print("\(sink.statistics.unsent) entries never reached journald")
+  /// }
+  /// ```
+  @discardableResult
+  public func close(timeout: Duration) -> Bool {
+    guard writer.close(timeout: timeout) else { return false }
+    emitter.reportDrops(final: true)
+    return true
+  }
+
+  /// ``close(timeout:)`` with the time left until `deadline`.
+  ///
+  /// ```swift
+  /// let done = sink.close(before: .now + .seconds(2))
+  /// ```
+  public func close(before deadline: ContinuousClock.Instant) -> Bool {
+    close(timeout: max(.zero, deadline - ContinuousClock.now))
   }
 
   /// Whether journald takes `name` as a field name from a client.
@@ -222,7 +249,7 @@ public final class JournalSink: TraceSink, _TraceEventSink, @unchecked Sendable 
   /// print(stats.sent, stats.dropped, stats.failed, stats.journalAbsent)
   /// ```
   public var statistics: JournalSinkStatistics {
-    emitter.statistics(dropped: writer.dropped)
+    emitter.statistics(dropped: writer.dropped, accepted: writer.accepted)
   }
 }
 
@@ -246,6 +273,9 @@ final class _JournalEmitter: @unchecked Sendable {
     var dropReports: UInt64 = 0
     var absent = false
     var absentReported = false
+    // This sink wrote the "no journal answers" line (the first of the process to find no
+    // journal at its destination).
+    var absenceWritten = false
     var lastError: Int32 = 0
     var lastRun = ""
     // Records the sink's own rate limit dropped (counted as drops, too).
@@ -253,6 +283,9 @@ final class _JournalEmitter: @unchecked Sendable {
     var rateLimitedReported: UInt64 = 0
     var lastReport: ContinuousClock.Instant?
   }
+
+  // The destinations and errors "no journal answers" has been written for, in this process.
+  private static let absenceNoted = GuardedState<Set<String>>([])
 
   // Touched by the writer thread only: the rate limit's bucket.
   private var bucket: _TokenBucket?
@@ -335,6 +368,11 @@ final class _JournalEmitter: @unchecked Sendable {
       counts.absent = absent
       guard absent, !counts.absentReported else { return nil }
       counts.absentReported = true
+      // Once per process, destination and reason, not once per sink: a program with a sink
+      // per loop says it once.
+      let key = "\(transport.destination)\u{0}\(-result)"
+      guard Self.absenceNoted.withLock({ $0.insert(key).inserted }) else { return nil }
+      counts.absenceWritten = true
       return -result
     }
     if let error = reportAbsent {
@@ -391,13 +429,18 @@ final class _JournalEmitter: @unchecked Sendable {
       "\(sign)\(abs(micro) / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction) ms"
   }
 
-  func statistics(dropped: UInt64) -> JournalSinkStatistics {
+  /// The counts, with `dropped` records refused by a full queue and `accepted` records
+  /// taken into it.
+  func statistics(dropped: UInt64, accepted: UInt64) -> JournalSinkStatistics {
     counts.withLock { counts in
-      JournalSinkStatistics(
+      // Every accepted record is sent, failed, over the rate limit, or not handled yet.
+      let handled = (counts.sent - counts.dropReports) + counts.failed + counts.rateLimited
+      return JournalSinkStatistics(
         sent: counts.sent, dropped: dropped + counts.rateLimited, failed: counts.failed,
         dropReports: counts.dropReports, journalAbsent: counts.absent,
         lastError: counts.lastError == 0 ? nil : counts.lastError,
-        absenceReports: counts.absentReported ? 1 : 0, rateLimited: counts.rateLimited)
+        absenceReports: counts.absenceWritten ? 1 : 0, rateLimited: counts.rateLimited,
+        unsent: accepted > handled ? accepted - handled : 0)
     }
   }
 }

@@ -42,8 +42,9 @@ public struct JournalSinkStatistics: Sendable, Hashable {
   /// let lastError = stats.lastError
   /// ```
   public var lastError: Int32?
-  /// How many times "no journal answers" was written to standard error: at most once per
-  /// sink.
+  /// How many times this sink wrote "no journal answers" to standard error: at most once,
+  /// and only by the first sink of the process to find no journal at its destination for a
+  /// given reason (a program with a sink per loop says it once).
   ///
   /// ```swift
   /// let warned = stats.absenceReports == 1
@@ -55,6 +56,15 @@ public struct JournalSinkStatistics: Sendable, Hashable {
   /// let overLimit = stats.rateLimited
   /// ```
   public var rateLimited: UInt64
+  /// Records taken into the queue and not yet handed to journald (nor failed, nor over the
+  /// rate limit): still queued, or waiting in a send that journald does not take. After a
+  /// ``JournalSink/close(timeout:)`` that timed out, the entries the close left behind; they
+  /// are lost if the process ends before journald takes them.
+  ///
+  /// ```swift
+  /// let leftBehind = stats.unsent
+  /// ```
+  public var unsent: UInt64
 
   /// Creates statistics (the sink does this).
   ///
@@ -65,7 +75,7 @@ public struct JournalSinkStatistics: Sendable, Hashable {
   /// ```
   public init(
     sent: UInt64, dropped: UInt64, failed: UInt64, dropReports: UInt64, journalAbsent: Bool,
-    lastError: Int32?, absenceReports: UInt64, rateLimited: UInt64 = 0
+    lastError: Int32?, absenceReports: UInt64, rateLimited: UInt64 = 0, unsent: UInt64 = 0
   ) {
     self.sent = sent
     self.dropped = dropped
@@ -75,5 +85,6 @@ public struct JournalSinkStatistics: Sendable, Hashable {
     self.lastError = lastError
     self.absenceReports = absenceReports
     self.rateLimited = rateLimited
+    self.unsent = unsent
   }
 }

@@ -5,7 +5,7 @@ import Synchronization
 /// A port-based (version 1) input source for any file descriptor: readable, writable and
 /// error call-outs, run on the thread of the loop it is added to, in the modes it is added in.
 ///
-/// It is built on Core's ``DescriptorWatch``: the loop's `epoll` set waits on the
+/// It is built on Core's ``/RunLoopCore/DescriptorWatch``: the loop's `epoll` set waits on the
 /// descriptor; when the loop runs a mode the source is not in, a ready descriptor is held
 /// without spinning and handled when one of its modes runs.
 ///
@@ -113,16 +113,16 @@ public final class DescriptorSource: @unchecked Sendable {
   /// ```
   public var wantsWritable: Bool { watch.interest.contains(.writable) }
 
-  /// Adds the source to `loop` in `mode` (``LoopMode/common`` for every common mode).
+  /// Adds the source to `loop` in `mode` (``/RunLoopCore/LoopMode/common`` for every common mode).
   ///
   /// ```swift
   /// try source.add(to: workerLoop, mode: .common)
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidated`` after ``invalidate()``;
-  ///   ``RunLoopError/Code/alreadyInUse`` when another source on `loop` watches the same
-  ///   descriptor; ``RunLoopError/Code/systemCallFailed`` when `epoll` refuses the descriptor
-  ///   (closed, or a regular file).
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidated`` after ``invalidate()``;
+  ///   ``/RunLoopCore/RunLoopError/Code/alreadyInUse`` when another source on `loop` watches the
+  ///   same descriptor; ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when `epoll` refuses
+  ///   the descriptor (closed, or a regular file).
   public func add(to loop: EventRunLoop, mode: LoopMode) throws(RunLoopError) {
     try loop.add(watch, mode: mode)
   }
@@ -153,7 +153,7 @@ public final class DescriptorSource: @unchecked Sendable {
   /// try source.setWantsWritable(true)  // output queued
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidated`` after ``invalidate()``.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidated`` after ``invalidate()``.
   public func setWantsWritable(_ wants: Bool) throws(RunLoopError) {
     var interest = watch.interest
     if wants { interest.insert(.writable) } else { interest.remove(.writable) }

@@ -27,8 +27,8 @@ import Synchronization
 /// continues with those before newer ones, so the order holds then too.
 ///
 /// Back-pressure: the queue holds ``capacity`` messages. A send to a full queue waits for
-/// room until its deadline and then throws ``RunLoopError/Code/queueFull``; a message is never
-/// dropped silently. A send from the owning loop's own thread to its own full queue throws
+/// room until its deadline and then throws ``RunLoopCore/RunLoopError/Code/queueFull``; a message
+/// is never dropped silently. A send from the owning loop's own thread to its own full queue throws
 /// at once, since the loop cannot drain while it waits.
 ///
 /// A port belongs to the first loop it is added to (in any number of modes of it). The
@@ -37,8 +37,8 @@ import Synchronization
 ///
 /// Invalidation tells both sides: every handler registered with
 /// ``onInvalidation(on:_:)`` (the owner's and the senders') runs once, senders waiting for
-/// room throw ``RunLoopError/Code/invalidated``, later sends throw it too, and messages still
-/// queued are discarded (their number is in ``discardedOnInvalidation``).
+/// room throw ``/RunLoopCore/RunLoopError/Code/invalidated``, later sends throw it too, and
+/// messages still queued are discarded (their number is in ``discardedOnInvalidation``).
 public final class InProcessPort: @unchecked Sendable {
   /// The port's name in traces.
   ///
@@ -86,8 +86,8 @@ public final class InProcessPort: @unchecked Sendable {
   /// let port = try InProcessPort(name: "jobs", capacity: 256) { message in run(message) }
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidArgument`` for a capacity below 1;
-  ///   ``RunLoopError/Code/systemCallFailed`` when no `eventfd` can be made.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a capacity below 1;
+  ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when no `eventfd` can be made.
   public init(
     name: String = "port", capacity: Int = 1024,
     handler: @escaping @Sendable (LoopPortMessage) -> Void
@@ -148,8 +148,8 @@ public final class InProcessPort: @unchecked Sendable {
   /// try port.add(to: .current, mode: .default)
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidated`` after ``invalidate()``;
-  ///   ``RunLoopError/Code/alreadyInUse`` when the port belongs to another loop.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidated`` after ``invalidate()``;
+  ///   ``/RunLoopCore/RunLoopError/Code/alreadyInUse`` when the port belongs to another loop.
   public func add(to loop: EventRunLoop, mode: LoopMode) throws(RunLoopError) {
     try state.withLock { state throws(RunLoopError) in
       guard state.valid else { throw .invalidated("port '\(name)' was invalidated") }
@@ -178,9 +178,9 @@ public final class InProcessPort: @unchecked Sendable {
   /// try port.send(LoopPortMessage(msgid: 2, components: [[1, 2, 3]]), before: .now + .seconds(1))
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/queueFull`` when the queue is still full at `deadline`
-  ///   (or at once from the owning loop's thread); ``RunLoopError/Code/invalidated`` when the
-  ///   port is or becomes invalid.
+  /// - Throws: ``RunLoopCore/RunLoopError/Code/queueFull`` when the queue is still full at
+  ///   `deadline` (or at once from the owning loop's thread);
+  ///   ``/RunLoopCore/RunLoopError/Code/invalidated`` when the port is or becomes invalid.
   public func send(_ message: LoopPortMessage, before deadline: ContinuousClock.Instant)
     throws(RunLoopError)
   {

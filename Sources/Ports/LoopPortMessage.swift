@@ -63,8 +63,8 @@ public struct LoopPortMessage: Sendable {
   /// try message.send(before: .now + .milliseconds(100))
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidArgument`` without a ``sendPort``; otherwise what
-  ///   ``InProcessPort/send(_:before:)`` throws.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` without a ``sendPort``; otherwise
+  ///   what ``InProcessPort/send(_:before:)`` throws.
   public func send(before deadline: ContinuousClock.Instant) throws(RunLoopError) {
     guard let sendPort else {
       throw .invalidArgument("message \(msgid) has no send port to go to")

@@ -17,8 +17,9 @@ import RunLoopCore
 /// Calls block the calling thread (as `CFMessagePortSendRequest` does) and never longer than
 /// their timeouts; calls from several threads on one port are served one at a time, and a
 /// call waiting for another thread's call to finish gives up with
-/// ``RunLoopError/Code/timedOut`` at its own (send) deadline. A call that times out, or finds the peer gone, closes the connection; the next call connects
-/// again, so a restarted server is found.
+/// ``/RunLoopCore/RunLoopError/Code/timedOut`` at its own (send) deadline. A call that times out,
+/// or finds the peer gone, closes the connection; the next call connects again, so a restarted
+/// server is found.
 ///
 /// The server is checked too: by default only a server running as this user or as root is
 /// trusted (`SO_PEERCRED`), so another user cannot impersonate a name.
@@ -69,9 +70,10 @@ public final class NamedPort: @unchecked Sendable {
   /// let worker = try NamedPort(name: "com.example.worker-7", connectTimeout: .seconds(1))
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/nameNotFound`` when no live server has the name (no
-  ///   socket, or a stale one); ``RunLoopError/Code/peerRefused`` when the server runs as an
-  ///   untrusted user; ``RunLoopError/Code/invalidName``; ``RunLoopError/Code/timedOut``.
+  /// - Throws: ``RunLoopCore/RunLoopError/Code/nameNotFound`` when no live server has the name (no
+  ///   socket, or a stale one); ``RunLoopCore/RunLoopError/Code/peerRefused`` when the server runs
+  ///   as an untrusted user; ``RunLoopCore/RunLoopError/Code/invalidName``;
+  ///   ``/RunLoopCore/RunLoopError/Code/timedOut``.
   public init(
     name: String, registry: PortNameRegistry? = nil,
     maxMessageSize: Int = NamedPortServer.defaultMaxMessageSize,
@@ -112,21 +114,24 @@ public final class NamedPort: @unchecked Sendable {
   /// try port.send(msgid: 100, data: Array(myName.utf8), timeout: .seconds(1))
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/messageTooLarge``, ``RunLoopError/Code/timedOut`` (the
-  ///   server does not read), ``RunLoopError/Code/peerClosed``,
-  ///   ``RunLoopError/Code/nameNotFound`` (reconnecting found no server),
-  ///   ``RunLoopError/Code/invalidated``, or the server's own refusal code.
+  /// - Throws: ``RunLoopCore/RunLoopError/Code/messageTooLarge``,
+  ///   ``/RunLoopCore/RunLoopError/Code/timedOut`` (the server does not read),
+  ///   ``RunLoopCore/RunLoopError/Code/peerClosed``, ``RunLoopCore/RunLoopError/Code/nameNotFound``
+  ///   (reconnecting found no server), ``/RunLoopCore/RunLoopError/Code/invalidated``, or the
+  ///   server's own refusal code.
   public func send(msgid: Int32, data: [UInt8] = [], timeout: Duration = .seconds(1))
     throws(RunLoopError)
   {
     try checkSize(data.count)
     let deadline = ContinuousClock.now + timeout
     _ = try exchange(waitingUntil: deadline) { state throws(RunLoopError) in
-      let descriptor = try self.connected(&state, until: deadline)
-      try self.throwPendingFailure(descriptor)
-      let frame = _Frame(kind: .oneWay, msgid: msgid, requestID: 0, payload: data)
-      try _SocketCalls.sendAll(descriptor, frame.encoded(), until: deadline)
-      return []
+      try self.reconnectingIfIdleClosed(&state, until: deadline) {
+        descriptor throws(RunLoopError) in
+        try self.throwPendingFailure(descriptor)
+        let frame = _Frame(kind: .oneWay, msgid: msgid, requestID: 0, payload: data)
+        try _SocketCalls.sendAll(descriptor, frame.encoded(), until: deadline)
+        return []
+      }
     }
   }
 
@@ -138,11 +143,12 @@ public final class NamedPort: @unchecked Sendable {
   ///                              receiveTimeout: .seconds(5))
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/timedOut`` when the request cannot be written within
-  ///   `sendTimeout` or no reply comes within `receiveTimeout`;
-  ///   ``RunLoopError/Code/peerClosed`` when the server goes away (dies) before replying,
-  ///   as soon as that happens; ``RunLoopError/Code/messageTooLarge``; the server's refusal
-  ///   (``RunLoopError/Code/peerRefused``...); ``RunLoopError/Code/invalidated``.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/timedOut`` when the request cannot be written
+  ///   within `sendTimeout` or no reply comes within `receiveTimeout`;
+  ///   ``RunLoopCore/RunLoopError/Code/peerClosed`` when the server goes away (dies) before
+  ///   replying, as soon as that happens; ``RunLoopCore/RunLoopError/Code/messageTooLarge``; the
+  ///   server's refusal (``RunLoopCore/RunLoopError/Code/peerRefused``...);
+  ///   ``/RunLoopCore/RunLoopError/Code/invalidated``.
   public func request(
     msgid: Int32, data: [UInt8] = [], sendTimeout: Duration = .seconds(1),
     receiveTimeout: Duration = .seconds(5)
@@ -150,19 +156,21 @@ public final class NamedPort: @unchecked Sendable {
     try checkSize(data.count)
     let sendDeadline = ContinuousClock.now + sendTimeout
     return try exchange(waitingUntil: sendDeadline) { state throws(RunLoopError) in
-      let descriptor = try self.connected(&state, until: sendDeadline)
       state.nextRequestID &+= 1
       if state.nextRequestID == 0 { state.nextRequestID = 1 }
       let requestID = state.nextRequestID
       let frame = _Frame(kind: .request, msgid: msgid, requestID: requestID, payload: data)
-      try _SocketCalls.sendAll(descriptor, frame.encoded(), until: sendDeadline)
-      return try self.awaitReply(
-        descriptor, requestID: requestID, until: .now + receiveTimeout)
+      return try self.reconnectingIfIdleClosed(&state, until: sendDeadline) {
+        descriptor throws(RunLoopError) in
+        try _SocketCalls.sendAll(descriptor, frame.encoded(), until: sendDeadline)
+        return try self.awaitReply(
+          descriptor, requestID: requestID, until: .now + receiveTimeout)
+      }
     }
   }
 
-  /// Closes the connection; later calls throw ``RunLoopError/Code/invalidated``. A call in
-  /// progress on another thread finishes (within its timeouts) first.
+  /// Closes the connection; later calls throw ``/RunLoopCore/RunLoopError/Code/invalidated``. A
+  /// call in progress on another thread finishes (within its timeouts) first.
   ///
   /// ```swift
   /// port.invalidate()
@@ -214,9 +222,42 @@ public final class NamedPort: @unchecked Sendable {
     }
   }
 
+  /// Runs `body` on the connection; when the server had closed it as idle (its notice is
+  /// waiting, or `body` ran into it), connects again and runs `body` once more. That is
+  /// safe: a server closes a connection as idle only when no frame of it is under way or
+  /// waiting, so it handled nothing `body` sent.
+  private func reconnectingIfIdleClosed(
+    _ state: inout _ClientState, until deadline: ContinuousClock.Instant,
+    _ body: (Int32) throws(RunLoopError) -> [UInt8]
+  ) throws(RunLoopError) -> [UInt8] {
+    var attempt = 0
+    while true {
+      attempt += 1
+      let descriptor = try connected(&state, until: deadline)
+      do throws(RunLoopError) {
+        do throws(RunLoopError) {
+          return try body(descriptor)
+        } catch let error where error.code == .peerClosed {
+          try throwPendingFailure(descriptor)
+          throw error
+        }
+      } catch let error where error.code == Self.idleClosed && attempt == 1 {
+        close(descriptor)
+        state.descriptor = -1
+      }
+    }
+  }
+
+  private static let idleClosed = RunLoopError.Code(NamedPortServer.idleNoticeCode)
+
   private func connected(_ state: inout _ClientState, until deadline: ContinuousClock.Instant)
     throws(RunLoopError) -> Int32
   {
+    if state.descriptor >= 0, pendingFailure(state.descriptor)?.code == Self.idleClosed {
+      // The server closed the connection while it was idle: start a new one.
+      close(state.descriptor)
+      state.descriptor = -1
+    }
     if state.descriptor < 0 {
       state.descriptor = try connect(timeout: ContinuousClock.now.duration(to: deadline))
     }
@@ -258,54 +299,70 @@ public final class NamedPort: @unchecked Sendable {
 
   /// Throws what the server said before closing, if it already did (a refusal, a rejection).
   private func throwPendingFailure(_ descriptor: Int32) throws(RunLoopError) {
-    var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-    guard poll(&entry, 1, 0) > 0 else { return }
+    if let failure = pendingFailure(descriptor) { throw failure }
+  }
+
+  /// What the server said before closing, if it already did; `peerClosed` when it closed
+  /// without a word.
+  private func pendingFailure(_ descriptor: Int32) -> RunLoopError? {
+    guard _SocketCalls.hasInput(descriptor) else { return nil }
     var buffer = [UInt8](repeating: 0, count: 4096)
     let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_PEEK))
     guard count > 0 else {
-      throw .peerClosed("port '\(name)' closed the connection")
+      return .peerClosed("port '\(name)' closed the connection")
     }
     if case .frame(let frame, _) = _Frame.parse(
       Array(buffer[0..<count]), from: 0, maxPayload: maxMessageSize),
       frame.kind == .failure
     {
-      throw Self.error(from: frame)
+      return Self.error(from: frame)
     }
+    return nil
   }
 
+  /// Reads until the reply to `requestID` arrives or `deadline` passes. Frames for other
+  /// requests are dropped as they are read, so a server that sends them without end costs
+  /// one read and one frame of memory, and the deadline is checked after each of them as
+  /// well as by every wait.
   private func awaitReply(
     _ descriptor: Int32, requestID: UInt32, until deadline: ContinuousClock.Instant
   )
     throws(RunLoopError) -> [UInt8]
   {
-    var input: [UInt8] = []
-    var start = 0
+    var reader = _FrameReader()
+    var skipped = 0
     // Start small and grow when a read fills the chunk: a zeroed 64 KiB array per request
     // cost more than the round trip itself for small replies (runloop-bench, ports).
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
-      switch _Frame.parse(input, from: start, maxPayload: maxMessageSize) {
-      case .frame(let frame, let consumed):
-        start += consumed
+      switch reader.next(maxPayload: maxMessageSize) {
+      case .frame(let frame, _):
         if frame.kind == .failure && (frame.requestID == requestID || frame.requestID == 0) {
           throw Self.error(from: frame)
         }
         if frame.kind == .reply && frame.requestID == requestID { return frame.payload }
+        skipped += 1
+        guard ContinuousClock.now < deadline else {
+          throw .timedOut(
+            "port '\(name)' did not reply before the receive timeout (it sent \(skipped)"
+              + " frames for other requests instead)")
+        }
         continue
       case .malformed(let reason):
         throw .malformedFrame("port '\(name)' sent a bad frame: \(reason)")
       case .tooLarge(let length):
         throw .messageTooLarge("reply of \(length) bytes exceeds the maximum of \(maxMessageSize)")
       case .needMore:
-        break
+        reader.dropTaken()
       }
       guard _SocketCalls.wait(descriptor, for: Int16(POLLIN), until: deadline) != 0 else {
-        throw .timedOut("port '\(name)' did not reply before the receive timeout")
+        let extra = skipped > 0 ? " (it sent \(skipped) frames for other requests instead)" : ""
+        throw .timedOut("port '\(name)' did not reply before the receive timeout\(extra)")
       }
       let count = read(descriptor, &chunk, chunk.count)
       if count > 0 {
-        input += chunk[0..<count]
-        if count == chunk.count && chunk.count < 65536 {
+        reader.append(chunk[0..<count])
+        if count == chunk.count && chunk.count < _FrameReader.keptCapacity {
           chunk = [UInt8](repeating: 0, count: chunk.count * 4)
         }
       } else if count == 0 || errno == ECONNRESET {

@@ -18,18 +18,26 @@ import RunLoopCore
 /// The handler runs on the loop's thread for each one-way message and request; for a
 /// request, what it returns (or an empty reply for `nil`) goes back to the sender.
 ///
-/// Security: the socket is created mode 0600 in the registry's private directory, and
-/// every connection's peer is checked with `SO_PEERCRED`; a peer whose user id is not in
-/// ``allowedUIDs`` (by default: this process's user) gets a refusal frame and is
-/// disconnected.
+/// Security: every connection's peer is checked with `SO_PEERCRED`; a peer whose user id is
+/// not in ``allowedUIDs`` (by default: this process's user) gets a refusal frame and is
+/// disconnected. The socket is created mode 0600; when ``allowedUIDs`` names other users it
+/// is created 0666 and the registry's directory, if this user owns it, is made searchable
+/// (never readable or writable) by others, so those users can connect and the uid check
+/// decides.
 ///
 /// Names: a name held by a live server, in this or any process, is refused with
-/// ``RunLoopError/Code/nameInUse``. A socket left by a process that died without cleaning up
-/// is detected (its lock file is free) and reclaimed: ``reclaimedStaleSocket`` tells.
+/// ``RunLoopCore/RunLoopError/Code/nameInUse``. A socket left by a process that died without
+/// cleaning up is detected (its lock file is free) and reclaimed: ``reclaimedStaleSocket`` tells.
 ///
 /// Faults: a frame with a bad magic, version or kind, a payload above ``maxMessageSize``, or a
 /// connection that ends in the middle of a frame is rejected by dropping that connection
 /// (``NamedPortStatistics/framesRejected``); the server goes on serving everyone else.
+///
+/// Limits: at most ``maxConnections`` connections; a connection with no message under way
+/// is closed after ``idleTimeout``, and one whose frame is not complete within
+/// ``frameTimeout`` is dropped, so silent or stalled clients give their slots back; the
+/// bytes of unfinished frames and unsent replies held across all connections stay within
+/// ``maxBufferedBytes``. ``statistics`` counts each of these.
 public final class NamedPortServer: @unchecked Sendable {
   /// The registered name.
   ///
@@ -49,10 +57,19 @@ public final class NamedPortServer: @unchecked Sendable {
   /// print("accepts up to \(server.maxMessageSize) bytes")
   /// ```
   public let maxMessageSize: Int
-  /// The user ids allowed to connect.
+  /// The user ids allowed to connect. Naming another user makes the socket mode 0666 and
+  /// the registry directory searchable by others (if this user owns it); the directory's
+  /// parents must let that user search too, so use a registry they can reach rather than
+  /// the per-user default under `$XDG_RUNTIME_DIR`. That user's ``NamedPort`` must trust
+  /// this server's uid (`trustedUIDs`).
   ///
   /// ```swift
-  /// let shared = try NamedPortServer(name: "svc", allowedUIDs: [getuid(), 1001]) { _ in nil }
+  /// // Server, as uid 1000; /srv/svc is searchable by uid 1001:
+  /// let registry = try PortNameRegistry(directory: "/srv/svc/ports")
+  /// let shared = try NamedPortServer(
+  ///   name: "svc", registry: registry, allowedUIDs: [getuid(), 1001]) { _ in nil }
+  /// // Client, as uid 1001:
+  /// let port = try NamedPort(name: "svc", registry: registry, trustedUIDs: [1000])
   /// ```
   public let allowedUIDs: Set<uid_t>
   /// Whether registering found a stale socket of a dead server and replaced it.
@@ -69,6 +86,10 @@ public final class NamedPortServer: @unchecked Sendable {
   private let state = GuardedState(_ServerState())
   // Set once in init.
   private var listener: DescriptorSource!
+  // Set once in init; told of connection deadlines on the loop thread.
+  private var sweeper: _ConnectionSweeper!
+  // Loop thread only: what one read takes from a connection before it is parsed.
+  private var readBuffer = [UInt8](repeating: 0, count: _FrameReader.keptCapacity)
 
   /// The default maximum payload: 1 MiB.
   ///
@@ -80,7 +101,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// The default cap on open connections: 1024.
   ///
   /// ```swift
-  /// let server = try NamedPortServer(name: "svc", maxConnections: NamedPortServer.defaultMaxConnections / 4) { _ in nil }
+  /// let server = try NamedPortServer(name: "svc", maxConnections:
+  /// NamedPortServer.defaultMaxConnections / 4) { _ in nil }
   /// ```
   public static let defaultMaxConnections = 1024
 
@@ -93,6 +115,57 @@ public final class NamedPortServer: @unchecked Sendable {
   /// ```
   public let maxConnections: Int
 
+  /// The default idle deadline: 30 s.
+  ///
+  /// ```swift
+  /// let patient = try NamedPortServer(name: "svc", idleTimeout: NamedPortServer.defaultIdleTimeout * 4) { _ in nil }
+  /// ```
+  public static let defaultIdleTimeout: Duration = .seconds(30)
+
+  /// The default frame deadline: 5 s.
+  ///
+  /// ```swift
+  /// let strict = try NamedPortServer(name: "svc", frameTimeout: NamedPortServer.defaultFrameTimeout / 5) { _ in nil }
+  /// ```
+  public static let defaultFrameTimeout: Duration = .seconds(5)
+
+  /// The default cap on bytes held for all connections: 64 MiB (or one largest frame, when
+  /// ``maxMessageSize`` is larger).
+  ///
+  /// ```swift
+  /// let lean = try NamedPortServer(name: "svc", maxBufferedBytes: NamedPortServer.defaultMaxBufferedBytes / 8) { _ in nil }
+  /// ```
+  public static let defaultMaxBufferedBytes = 64 << 20
+
+  /// How long a connection may stay open with no message under way (from its accept or its
+  /// last complete frame). Past it, the server sends the client a notice and closes the
+  /// connection (``NamedPortStatistics/connectionsClosedIdle``); a ``NamedPort`` that finds
+  /// the notice at its next call connects again without an error.
+  ///
+  /// ```swift
+  /// print("idle connections close after \(server.idleTimeout)")
+  /// ```
+  public let idleTimeout: Duration
+
+  /// How long a frame may take from its first byte to its last. Past it, the client gets a
+  /// `timedOut` failure frame and the connection is dropped
+  /// (``NamedPortStatistics/framesTimedOut``).
+  ///
+  /// ```swift
+  /// print("a frame must arrive within \(server.frameTimeout)")
+  /// ```
+  public let frameTimeout: Duration
+
+  /// The most bytes the server holds for all its connections together: unfinished frames
+  /// and replies a client has not read yet (``NamedPortStatistics/bufferedBytes``). A read
+  /// that takes the total above it drops that connection with a `bufferFull` failure frame
+  /// (``NamedPortStatistics/connectionsDroppedAtBufferLimit``).
+  ///
+  /// ```swift
+  /// print("holds at most \(server.maxBufferedBytes) bytes")
+  /// ```
+  public let maxBufferedBytes: Int
+
   /// Registers `name` and starts listening; messages are handled once the server is added
   /// to a loop.
   ///
@@ -102,6 +175,10 @@ public final class NamedPortServer: @unchecked Sendable {
   ///   - maxMessageSize: the largest payload accepted (and replied).
   ///   - allowedUIDs: who may connect; this process's user when `nil`.
   ///   - maxConnections: the most connections served at once, at least 1.
+  ///   - idleTimeout: how long a connection may stay open with no message under way.
+  ///   - frameTimeout: how long one frame may take to arrive, from its first byte.
+  ///   - maxBufferedBytes: the most bytes held for all connections together; `nil` for
+  ///     ``defaultMaxBufferedBytes`` or one largest frame, whichever is more.
   ///   - handler: runs on the loop's thread per message; returns the reply of a request.
   ///
   /// ```swift
@@ -110,13 +187,18 @@ public final class NamedPortServer: @unchecked Sendable {
   /// }
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidName``, ``RunLoopError/Code/nameInUse``,
-  ///   ``RunLoopError/Code/invalidArgument`` for a maximum (size or connections) below 1,
-  ///   ``RunLoopError/Code/systemCallFailed``.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidName``,
+  ///   ``/RunLoopCore/RunLoopError/Code/nameInUse``,
+  ///   ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a maximum (size or connections)
+  ///   below 1, a deadline that is not positive, or a buffer cap below one largest frame;
+  ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed``.
   public init(
     name: String, registry: PortNameRegistry? = nil,
     maxMessageSize: Int = NamedPortServer.defaultMaxMessageSize,
     allowedUIDs: Set<uid_t>? = nil, maxConnections: Int = NamedPortServer.defaultMaxConnections,
+    idleTimeout: Duration = NamedPortServer.defaultIdleTimeout,
+    frameTimeout: Duration = NamedPortServer.defaultFrameTimeout,
+    maxBufferedBytes: Int? = nil,
     handler: @escaping @Sendable (NamedPortMessage) -> [UInt8]?
   ) throws(RunLoopError) {
     try PortNameRegistry.validate(name)
@@ -124,12 +206,20 @@ public final class NamedPortServer: @unchecked Sendable {
       throw .invalidArgument("maxMessageSize must be between 1 and \(UInt32.max)")
     }
     guard maxConnections >= 1 else { throw .invalidArgument("maxConnections must be at least 1") }
+    guard idleTimeout > .zero, frameTimeout > .zero else {
+      throw .invalidArgument("idleTimeout and frameTimeout must be positive")
+    }
+    let largestFrame = _Frame.headerSize + maxMessageSize
+    let bufferCap = maxBufferedBytes ?? max(Self.defaultMaxBufferedBytes, largestFrame)
+    guard bufferCap >= largestFrame else {
+      throw .invalidArgument(
+        "maxBufferedBytes (\(bufferCap)) must hold one largest frame (\(largestFrame) bytes)")
+    }
     let chosenRegistry: PortNameRegistry
     if let registry { chosenRegistry = registry } else { chosenRegistry = try .standard() }
     let registry = chosenRegistry
-    let lockPath = registry.lockPath(for: name)
-    let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-    guard lock >= 0 else { throw .systemCall("open(\(lockPath))", errno: errno) }
+    let allowed = allowedUIDs ?? [getuid()]
+    let lock = try Self.openLockFile(registry.lockPath(for: name))
     guard Self.takeLock(lock) else {
       let code = errno
       close(lock)
@@ -137,14 +227,18 @@ public final class NamedPortServer: @unchecked Sendable {
         throw .nameInUse(
           "port name '\(name)' is registered by a live port in \(registry.directory)")
       }
-      throw .systemCall("flock(\(lockPath))", errno: code)
+      throw .systemCall("flock(\(registry.lockPath(for: name)))", errno: code)
     }
     // We hold the lock: any socket at the path belongs to a server that is gone.
     let path = registry.socketPath(for: name)
     let stale = unlink(path) == 0
     let descriptor: Int32
     do throws(RunLoopError) {
-      descriptor = try Self.listen(at: path)
+      // Other users reach the socket only if they may write it and search its directory;
+      // SO_PEERCRED still decides who is served.
+      let others = !allowed.isSubset(of: [geteuid()])
+      if others { registry.letOthersSearch() }
+      descriptor = try Self.listen(at: path, mode: others ? 0o666 : 0o600)
     } catch {
       close(lock)
       throw error
@@ -153,7 +247,10 @@ public final class NamedPortServer: @unchecked Sendable {
     self.registry = registry
     self.maxMessageSize = maxMessageSize
     self.maxConnections = maxConnections
-    self.allowedUIDs = allowedUIDs ?? [getuid()]
+    self.idleTimeout = idleTimeout
+    self.frameTimeout = frameTimeout
+    self.maxBufferedBytes = bufferCap
+    self.allowedUIDs = allowed
     self.reclaimedStaleSocket = stale
     self.handler = handler
     self.listenDescriptor = descriptor
@@ -161,6 +258,39 @@ public final class NamedPortServer: @unchecked Sendable {
     self.listener = DescriptorSource(
       fileDescriptor: descriptor, ownership: .owned, name: "\(name).listen",
       onReadable: { [self] _ in self.acceptConnections() })
+    let granularity = min(max(min(idleTimeout, frameTimeout) / 16, .milliseconds(1)), .seconds(1))
+    self.sweeper = _ConnectionSweeper(
+      granularity: granularity,
+      serves: { [weak self] mode, loop in self?.serves(mode, of: loop) ?? false },
+      sweep: { [weak self] now in self?.closeExpiredConnections(now: now) })
+  }
+
+  /// Opens the name's lock file, creating it, without following a symbolic link and only if
+  /// it is a regular file of this user: in a directory others can write, a link they plant
+  /// would make the server create or lock a file of their choosing, and a lock file they own
+  /// would let them hold the name.
+  private static func openLockFile(_ path: String) throws(RunLoopError) -> Int32 {
+    let lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+    guard lock >= 0 else {
+      let code = errno
+      if code == ELOOP {
+        throw .invalidState("lock file \(path) is a symbolic link; it is not followed")
+      }
+      throw .systemCall("open(\(path))", errno: code)
+    }
+    var info = stat()
+    guard fstat(lock, &info) == 0 else {
+      let code = errno
+      close(lock)
+      throw .systemCall("fstat(\(path))", errno: code)
+    }
+    guard info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid() else {
+      close(lock)
+      throw .invalidState(
+        "lock file \(path) is owned by uid \(info.st_uid) or not a regular file; only a"
+          + " regular file of uid \(geteuid()) is used")
+    }
+    return lock
   }
 
   /// Takes the name's lock. ``PortNameRegistry/isRegistered(_:)`` holds it shared for an
@@ -175,11 +305,11 @@ public final class NamedPortServer: @unchecked Sendable {
     return false
   }
 
-  private static func listen(at path: String) throws(RunLoopError) -> Int32 {
+  private static func listen(at path: String, mode: mode_t) throws(RunLoopError) -> Int32 {
     let descriptor = try _SocketCalls.socket(domain: AF_UNIX, type: Int32(SOCK_STREAM.rawValue))
     do throws(RunLoopError) {
       try _SocketCalls.bind(descriptor, path: path)
-      chmod(path, 0o600)
+      guard chmod(path, mode) == 0 else { throw .systemCall("chmod(\(path))", errno: errno) }
       guard Glibc.listen(descriptor, 128) == 0 else { throw .systemCall("listen", errno: errno) }
     } catch {
       close(descriptor)
@@ -216,8 +346,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// try server.add(to: .current, mode: .common)
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidated`` after ``invalidate()``;
-  ///   ``RunLoopError/Code/alreadyInUse`` when the server belongs to another loop.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidated`` after ``invalidate()``;
+  ///   ``/RunLoopCore/RunLoopError/Code/alreadyInUse`` when the server belongs to another loop.
   public func add(to loop: EventRunLoop, mode: LoopMode) throws(RunLoopError) {
     let connections = try state.withLock {
       state throws(RunLoopError) -> [_ServerConnection] in
@@ -230,7 +360,14 @@ public final class NamedPortServer: @unchecked Sendable {
       return Array(state.connections.values)
     }
     try listener.add(to: loop, mode: mode)
+    loop.addDeadlineProvider(sweeper)
     for connection in connections { try? connection.source.add(to: loop, mode: mode) }
+  }
+
+  /// Whether the server is in `mode` of `loop`, directly or through the common modes.
+  private func serves(_ mode: LoopMode, of loop: EventRunLoop) -> Bool {
+    let modes = state.withLock { state in state.owner === loop ? state.modes : [] }
+    return modes.contains(mode) || (modes.contains(.common) && loop.isCommonMode(mode))
   }
 
   /// Unregisters the name (removing the socket file and releasing the lock at once) and
@@ -266,10 +403,14 @@ public final class NamedPortServer: @unchecked Sendable {
 
   private func closeEverything() {
     listener.invalidate()
-    let connections = state.withLock { state -> [_ServerConnection] in
-      defer { state.connections.removeAll() }
-      return Array(state.connections.values)
+    let (connections, owner) = state.withLock { state -> ([_ServerConnection], EventRunLoop?) in
+      defer {
+        state.connections.removeAll()
+        state.statistics.bufferedBytes = 0
+      }
+      return (Array(state.connections.values), state.owner)
     }
+    owner?.removeDeadlineProvider(sweeper)
     for connection in connections { connection.source.invalidate() }
   }
 
@@ -298,11 +439,16 @@ public final class NamedPortServer: @unchecked Sendable {
         continue
       }
       let connection = _ServerConnection(peerPID: peer.pid, peerUID: peer.uid)
+      // A client that connects and says nothing gives its slot back after the idle deadline.
+      connection.deadline = .now + idleTimeout
+      sweeper.note(connection.deadline)
       connection.source = DescriptorSource(
         fileDescriptor: descriptor, ownership: .owned, name: "\(name).connection",
         onReadable: { [self] _ in self.readFrames(from: connection) },
         onWritable: { [self] _ in self.flush(connection) },
-        onError: { [self] _, _ in self.drop(connection, rejected: !connection.hasNoPartialFrame) })
+        onError: { [self] _, _ in
+          self.drop(connection, rejected: !connection.reader.isBetweenFrames)
+        })
       let placement = state.withLock { state -> (EventRunLoop?, Set<LoopMode>) in
         state.connections[descriptor] = connection
         state.statistics.connectionsAccepted += 1
@@ -331,23 +477,23 @@ public final class NamedPortServer: @unchecked Sendable {
     // invalidate() from another thread closes on a later pass: stop serving at once.
     guard isValid else { return }
     let descriptor = connection.source.fileDescriptor
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    let count = read(descriptor, &chunk, chunk.count)
+    let count = readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
     if count == 0 {
       // End of file: fine between frames, a truncated frame otherwise.
-      drop(connection, rejected: !connection.hasNoPartialFrame)
+      drop(connection, rejected: !connection.reader.isBetweenFrames)
       return
     }
     if count < 0 {
       if errno != EAGAIN && errno != EINTR { drop(connection, rejected: false) }
       return
     }
-    connection.input += chunk[0..<count]
-    while connection.source.isValid, isValid {
-      switch _Frame.parse(connection.input, from: connection.start, maxPayload: maxMessageSize) {
+    let frameWasUnderWay = !connection.reader.isBetweenFrames
+    var framesTaken = 0
+    connection.reader.append(readBuffer[0..<count])
+    taking: while connection.source.isValid, isValid {
+      switch connection.reader.next(maxPayload: maxMessageSize) {
       case .needMore:
-        connection.compact()
-        return
+        break taking
       case .malformed(let reason):
         reject(connection, notice: "malformedFrame: \(reason)")
         return
@@ -356,12 +502,81 @@ public final class NamedPortServer: @unchecked Sendable {
           connection,
           notice: "messageTooLarge: payload of \(length) bytes exceeds \(maxMessageSize)")
         return
-      case .frame(let frame, let consumed):
-        connection.start += consumed
+      case .frame(let frame, _):
+        framesTaken += 1
         handle(frame, from: connection)
       }
     }
+    guard connection.source.isValid else { return }
+    connection.reader.dropTaken()
+    if connection.reader.isBetweenFrames {
+      connection.deadline = .now + idleTimeout
+    } else if !frameWasUnderWay || framesTaken > 0 {
+      // A new frame started: it has frameTimeout from now; a frame under way keeps its own.
+      connection.deadline = .now + frameTimeout
+      sweeper.note(connection.deadline)
+    }
+    if account(connection) {
+      state.withLock { $0.statistics.connectionsDroppedAtBufferLimit += 1 }
+      sendFailure(
+        "bufferFull: port '\(name)' holds its limit of \(maxBufferedBytes) bytes of"
+          + " unfinished frames and unsent replies",
+        to: descriptor)
+      drop(connection, rejected: false)
+    }
   }
+
+  /// Counts what `connection` holds now into ``NamedPortStatistics/bufferedBytes``; returns
+  /// whether the total is above ``maxBufferedBytes`` while this connection holds something.
+  private func account(_ connection: _ServerConnection) -> Bool {
+    // A dropped connection gave its bytes back already.
+    guard connection.source.isValid else { return false }
+    let held = connection.reader.count + connection.output.count
+    let change = held - connection.accountedBytes
+    connection.accountedBytes = held
+    return state.withLock { state in
+      state.statistics.bufferedBytes += change
+      return held > 0 && state.statistics.bufferedBytes > maxBufferedBytes
+    }
+  }
+
+  /// Drops the connections past their deadline (loop thread, from the sweeper); returns the
+  /// earliest deadline left.
+  private func closeExpiredConnections(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    let connections = state.withLock { Array($0.connections.values) }
+    var earliest: ContinuousClock.Instant?
+    for connection in connections where connection.source.isValid {
+      if connection.deadline <= now {
+        let descriptor = connection.source.fileDescriptor
+        if connection.reader.isBetweenFrames {
+          // Bytes already waiting are a message starting: the read call-out takes them.
+          if _SocketCalls.hasInput(descriptor) {
+            connection.deadline = now + frameTimeout
+          } else {
+            state.withLock { $0.statistics.connectionsClosedIdle += 1 }
+            sendFailure(
+              "\(Self.idleNoticeCode): port '\(name)' closes connections idle for \(idleTimeout)",
+              to: descriptor)
+            drop(connection, rejected: false)
+            continue
+          }
+        } else {
+          state.withLock { $0.statistics.framesTimedOut += 1 }
+          sendFailure(
+            "timedOut: port '\(name)' did not receive the whole frame within \(frameTimeout)",
+            to: descriptor)
+          drop(connection, rejected: false)
+          continue
+        }
+      }
+      earliest = min(earliest ?? connection.deadline, connection.deadline)
+    }
+    return earliest
+  }
+
+  /// The code of the notice sent before closing an idle connection; a ``NamedPort`` that
+  /// reads it connects again instead of failing.
+  static let idleNoticeCode = "idleClosed"
 
   private func handle(_ frame: _Frame, from connection: _ServerConnection) {
     guard frame.kind == .oneWay || frame.kind == .request else {
@@ -390,6 +605,7 @@ public final class NamedPortServer: @unchecked Sendable {
 
   private func flush(_ connection: _ServerConnection) {
     let descriptor = connection.source.fileDescriptor
+    defer { _ = account(connection) }
     while !connection.output.isEmpty {
       let written = connection.output.withUnsafeBytes {
         send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
@@ -424,8 +640,13 @@ public final class NamedPortServer: @unchecked Sendable {
 
   private func drop(_ connection: _ServerConnection, rejected: Bool) {
     let descriptor = connection.source.fileDescriptor
+    let held = connection.accountedBytes
+    connection.accountedBytes = 0
     state.withLock { state in
-      if state.connections[descriptor] === connection { state.connections[descriptor] = nil }
+      if state.connections[descriptor] === connection {
+        state.connections[descriptor] = nil
+        state.statistics.bufferedBytes -= held
+      }
       if rejected { state.statistics.framesRejected += 1 }
     }
     connection.source.invalidate()
@@ -448,26 +669,16 @@ final class _ServerConnection: @unchecked Sendable {
   let peerPID: pid_t
   let peerUID: uid_t
   var source: DescriptorSource!
-  var input: [UInt8] = []
-  // Where the unparsed bytes of `input` start.
-  var start = 0
+  var reader = _FrameReader()
   var output: [UInt8] = []
+  // When the connection is dropped: its idle deadline between frames, its frame's
+  // deadline while one is under way.
+  var deadline: ContinuousClock.Instant = .now
+  // What this connection adds to the server's `bufferedBytes`.
+  var accountedBytes = 0
 
   init(peerPID: pid_t, peerUID: uid_t) {
     self.peerPID = peerPID
     self.peerUID = peerUID
-  }
-
-  var hasNoPartialFrame: Bool { start == input.count }
-
-  /// Drops the parsed bytes once they are most of the buffer.
-  func compact() {
-    if start == input.count {
-      input.removeAll(keepingCapacity: true)
-      start = 0
-    } else if start > 65536 && start * 2 > input.count {
-      input.removeFirst(start)
-      start = 0
-    }
   }
 }

@@ -42,6 +42,35 @@ public struct NamedPortStatistics: Sendable, Hashable {
   /// if server.statistics.acceptPauses > 0 { print("raise the descriptor limit") }
   /// ```
   public var acceptPauses = 0
+  /// Connections closed because they stayed open with no message under way for
+  /// ``NamedPortServer/idleTimeout``.
+  ///
+  /// ```swift
+  /// print("\(server.statistics.connectionsClosedIdle) idle connections closed")
+  /// ```
+  public var connectionsClosedIdle = 0
+  /// Connections dropped because a frame did not arrive whole within
+  /// ``NamedPortServer/frameTimeout`` (a client that stalled in the middle of a frame).
+  ///
+  /// ```swift
+  /// if server.statistics.framesTimedOut > 0 { print("a client stalled mid-frame") }
+  /// ```
+  public var framesTimedOut = 0
+  /// Bytes the server holds right now for all its connections: unfinished frames and
+  /// replies not yet taken by their clients. At most ``NamedPortServer/maxBufferedBytes``
+  /// plus one read (64 KiB).
+  ///
+  /// ```swift
+  /// print("\(server.statistics.bufferedBytes) bytes held")
+  /// ```
+  public var bufferedBytes = 0
+  /// Connections dropped because what they held took ``bufferedBytes`` above
+  /// ``NamedPortServer/maxBufferedBytes``.
+  ///
+  /// ```swift
+  /// if server.statistics.connectionsDroppedAtBufferLimit > 0 { print("memory cap reached") }
+  /// ```
+  public var connectionsDroppedAtBufferLimit = 0
 
   /// All zero.
   ///

@@ -8,8 +8,11 @@ import RunLoopCore
 /// The default registry is `$XDG_RUNTIME_DIR/runloop-ports` (systemd makes
 /// `$XDG_RUNTIME_DIR` per user, mode 0700), or `/tmp/runloop-ports-<uid>` without it. The
 /// directory is created with mode 0700, and an existing one is used only if it is a real
-/// directory (not a symbolic link) owned by the user with no access for anyone else, so no
-/// other user can plant or read sockets in it.
+/// directory (not a symbolic link) owned by the user with no read or write access for anyone
+/// else (search access, mode 0711, is what a server admitting other users adds), so no
+/// other user can plant or list sockets in it. Other users can only reach it when its
+/// parents let them search too, which `$XDG_RUNTIME_DIR` does not: for a server that admits
+/// other users, use a registry in a directory they can reach (``init(directory:)``).
 ///
 /// ```swift
 /// let registry = try PortNameRegistry.standard()
@@ -19,7 +22,9 @@ import RunLoopCore
 ///
 /// Next to each socket, a `<name>.lock` file carries an exclusive `flock` for as long as
 /// the server lives. The kernel releases it when the process dies, however it dies: that is
-/// how a stale socket left by a crashed process is told from a live one and reclaimed.
+/// how a stale socket left by a crashed process is told from a live one and reclaimed. A
+/// lock file that is a symbolic link, or is not a regular file of this user, is refused
+/// (``RunLoopError/Code/invalidState``), never followed or shared.
 public struct PortNameRegistry: Sendable, Hashable {
   /// The directory holding the sockets.
   ///
@@ -41,9 +46,9 @@ public struct PortNameRegistry: Sendable, Hashable {
   /// let registry = try PortNameRegistry.standard()
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidState`` when the directory exists but is not
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidState`` when the directory exists but is not
   ///   private to the user (another owner, group or world access, a symbolic link);
-  ///   ``RunLoopError/Code/systemCallFailed`` when it cannot be created.
+  ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when it cannot be created.
   public static func standard() throws(RunLoopError) -> PortNameRegistry {
     let base: String
     if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty {
@@ -64,9 +69,9 @@ public struct PortNameRegistry: Sendable, Hashable {
   /// let registry = try PortNameRegistry(directory: "/run/user/1000/my-app")
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidArgument`` for a path that is not a directory or
-  ///   too long for socket addresses; ``RunLoopError/Code/systemCallFailed`` when it cannot
-  ///   be created.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a path that is not a
+  ///   directory or too long for socket addresses;
+  ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when it cannot be created.
   public init(directory: String) throws(RunLoopError) {
     // sun_path holds 108 bytes with the terminating 0; leave room for "/", a name and
     // ".sock".
@@ -100,7 +105,7 @@ public struct PortNameRegistry: Sendable, Hashable {
   /// ```
   public func isRegistered(_ name: String) -> Bool {
     guard (try? Self.validate(name)) != nil else { return false }
-    let descriptor = open(lockPath(for: name), O_RDONLY | O_CLOEXEC)
+    let descriptor = open(lockPath(for: name), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
     guard descriptor >= 0 else { return false }
     defer { close(descriptor) }
     // If we can take the lock, nobody holds it.
@@ -131,9 +136,21 @@ public struct PortNameRegistry: Sendable, Hashable {
     guard lstat(directory, &info) == 0 else {
       throw .systemCall("lstat(\(directory))", errno: errno)
     }
-    guard info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
+    // Search permission for others is allowed: a server serving other users adds it.
+    guard info.st_uid == getuid(), info.st_mode & 0o066 == 0 else {
       throw .invalidState(
-        "registry directory '\(directory)' must be owned by uid \(getuid()) with mode 0700")
+        "registry directory '\(directory)' must be owned by uid \(getuid()) with mode 0700"
+          + " (or 0711)")
     }
+  }
+
+  /// Adds search permission for group and others to the directory, if this user owns it:
+  /// they can then reach a socket whose name they know, not list or create entries.
+  func letOthersSearch() {
+    var info = stat()
+    guard lstat(directory, &info) == 0, info.st_uid == geteuid(),
+      info.st_mode & S_IFMT == S_IFDIR, info.st_mode & 0o011 != 0o011
+    else { return }
+    chmod(directory, (info.st_mode & 0o7777) | 0o011)
   }
 }

@@ -56,6 +56,13 @@ extension RunLoopError.Code {
   /// catch let error where error.code == .tooManyConnections { retryLater() }
   /// ```
   public static let tooManyConnections = RunLoopError.Code("tooManyConnections")
+  /// A named port's server holds as many bytes of unfinished frames and unsent replies as
+  /// it allows (``NamedPortServer/maxBufferedBytes``); the connection was dropped.
+  ///
+  /// ```swift
+  /// catch let error where error.code == .bufferFull { retryLater() }
+  /// ```
+  public static let bufferFull = RunLoopError.Code("bufferFull")
 }
 
 extension RunLoopError {
@@ -138,5 +145,14 @@ extension RunLoopError {
   /// ```
   public static func tooManyConnections(_ message: String) -> RunLoopError {
     RunLoopError(code: .tooManyConnections, message: message)
+  }
+
+  /// A server at its cap on buffered bytes.
+  ///
+  /// ```swift
+  /// throw RunLoopError.bufferFull("port 'svc' holds its limit of 67108864 bytes")
+  /// ```
+  public static func bufferFull(_ message: String) -> RunLoopError {
+    RunLoopError(code: .bufferFull, message: message)
   }
 }

@@ -13,8 +13,8 @@ import RunLoopCore
 /// a process-directed signal to any thread that does not block it, and only a blocked signal
 /// stays pending for the `signalfd`. Threads inherit the mask of the thread that creates
 /// them, so call ``block(_:)`` on the main thread at the very start of `main`, before any
-/// thread (a ``RunLoopThread``, a Dispatch worker, a Swift concurrency thread) exists. A
-/// thread created before that keeps its own mask, and a signal delivered to it gets the
+/// thread (a ``/RunLoopCore/RunLoopThread``, a Dispatch worker, a Swift concurrency thread) exists.
+/// A thread created before that keeps its own mask, and a signal delivered to it gets the
 /// default action (SIGTERM ends the process). By default the initializer also blocks the
 /// signals in the calling thread, which covers a thread-directed signal (`pthread_kill`) and
 /// a single-threaded process.
@@ -55,8 +55,8 @@ public final class SignalSource: @unchecked Sendable {
   /// try SignalSource.block([SIGTERM, SIGINT])
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidArgument`` for a number that is not a signal, or
-  ///   SIGKILL / SIGSTOP, which cannot be blocked.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a number that is not a
+  ///   signal, or SIGKILL / SIGSTOP, which cannot be blocked.
   public static func block(_ signals: [Int32]) throws(RunLoopError) {
     var set = try makeSet(signals)
     let status = pthread_sigmask(SIG_BLOCK, &set, nil)
@@ -76,8 +76,9 @@ public final class SignalSource: @unchecked Sendable {
   /// let source = try SignalSource(signals: [SIGHUP]) { _ in reload() }
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidArgument`` for an empty list or a number that is
-  ///   not a blockable signal; ``RunLoopError/Code/systemCallFailed`` when `signalfd` fails.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for an empty list or a number
+  ///   that is not a blockable signal; ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when
+  ///   `signalfd` fails.
   public init(
     signals: [Int32], name: String = "signals", blockInCallingThread: Bool = true,
     handler: @escaping @Sendable (ReceivedSignal) -> Void
@@ -110,7 +111,7 @@ public final class SignalSource: @unchecked Sendable {
   /// try signals.add(to: .main, mode: .common)
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidated`` after ``invalidate()``.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidated`` after ``invalidate()``.
   public func add(to loop: EventRunLoop, mode: LoopMode) throws(RunLoopError) {
     try source.add(to: loop, mode: mode)
   }

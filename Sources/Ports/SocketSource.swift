@@ -53,8 +53,8 @@ public final class SocketSource: @unchecked Sendable {
   /// let listener = try SocketSource(listeningOn: .unix(path: path)) { _, fd in close(fd) }
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidArgument`` for a bad address;
-  ///   ``RunLoopError/Code/systemCallFailed`` when `bind` or `listen` fails.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a bad address;
+  ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when `bind` or `listen` fails.
   public init(
     listeningOn endpoint: SocketEndpoint, backlog: Int32 = 128, name: String = "listener",
     onAccept: @escaping @Sendable (SocketSource, Int32) -> Void
@@ -92,8 +92,8 @@ public final class SocketSource: @unchecked Sendable {
   /// try client.add(to: .current, mode: .default)
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidArgument`` for a bad address;
-  ///   ``RunLoopError/Code/systemCallFailed`` when the connect fails at once.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a bad address;
+  ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when the connect fails at once.
   public init(
     connectingTo endpoint: SocketEndpoint, name: String = "connection",
     onConnect: @escaping @Sendable (SocketSource, RunLoopError?) -> Void,
@@ -210,7 +210,7 @@ public final class SocketSource: @unchecked Sendable {
   /// try socket.add(to: .current, mode: .common)
   /// ```
   ///
-  /// - Throws: ``RunLoopError/Code/invalidated`` once the source is closed.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidated`` once the source is closed.
   public func add(to loop: EventRunLoop, mode: LoopMode) throws(RunLoopError) {
     try source.add(to: loop, mode: mode)
   }

@@ -84,6 +84,12 @@ enum _SocketCalls {
     return (pid, uid)
   }
 
+  /// Whether `descriptor` has bytes (or an end of file) to read right now.
+  static func hasInput(_ descriptor: Int32) -> Bool {
+    var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+    return poll(&entry, 1, 0) > 0
+  }
+
   /// Waits with `poll` until `descriptor` is ready for `events` or `deadline` passes.
   /// Returns the `revents`, or 0 at the deadline.
   static func wait(_ descriptor: Int32, for events: Int16, until deadline: ContinuousClock.Instant)

@@ -48,7 +48,7 @@ public final class Debouncer: Sendable {
   ///     loop's next pass after the last call.
   ///   - loop: where the action runs (the calling thread's loop by default).
   ///   - modes: the modes in which the action may run; an empty list means
-  ///     ``RunLoopCore/LoopMode/default``.
+  ///     ``/RunLoopCore/LoopMode/default``.
   ///   - name: the timer's name in traces.
   ///   - action: the work.
   ///

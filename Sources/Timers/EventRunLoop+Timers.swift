@@ -3,7 +3,7 @@ import RunLoopCore
 /// Adding timers to a run loop (Foundation's `add(_:forMode:)`, CoreFoundation's
 /// `CFRunLoopAddTimer`).
 extension EventRunLoop {
-  /// Adds `timer` to this loop in `mode`, which may be ``RunLoopCore/LoopMode/common``.
+  /// Adds `timer` to this loop in `mode`, which may be ``/RunLoopCore/LoopMode/common``.
   /// Safe from any thread; a sleeping loop wakes if the timer is due before it would have.
   ///
   /// Adding a timer to a mode it is already in does nothing. A timer may be in several modes
@@ -14,9 +14,9 @@ extension EventRunLoop {
   /// try loop.add(timer, mode: .common)  // fires in every common mode, like a scrolling UI
   /// ```
   ///
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/alreadyInUse`` when the timer belongs to
-  ///   another loop, ``RunLoopCore/RunLoopError/Code/invalidated`` when it was invalidated
-  ///   (or a one-shot timer already fired), ``RunLoopCore/RunLoopError/Code/loopThreadExited``
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/alreadyInUse`` when the timer belongs to
+  ///   another loop, ``/RunLoopCore/RunLoopError/Code/invalidated`` when it was invalidated
+  ///   (or a one-shot timer already fired), ``/RunLoopCore/RunLoopError/Code/loopThreadExited``
   ///   when this loop's thread has exited.
   public func add(_ timer: LoopTimer, mode: LoopMode) throws(RunLoopError) {
     guard let scheduler = _TimerScheduler.of(self) else {

@@ -16,12 +16,12 @@ extension LoopTimer {
   /// `seconds` after that.
   ///
   /// Bad input, all documented and tested:
-  /// - NaN (delay or tolerance): throws ``RunLoopCore/RunLoopError/Code/invalidArgument``.
+  /// - NaN (delay or tolerance): throws ``/RunLoopCore/RunLoopError/Code/invalidArgument``.
   /// - A one-shot with a zero, negative or `-infinity` delay fires as soon as its loop runs
   ///   in one of its modes; with `+infinity` (or more than ``maximumSeconds``) it never fires
   ///   unless its ``fireDate`` is set later.
   /// - A repeating timer needs a finite interval greater than zero and at most
-  ///   ``maximumSeconds``; anything else throws ``RunLoopCore/RunLoopError/Code/invalidArgument``.
+  ///   ``maximumSeconds``; anything else throws ``/RunLoopCore/RunLoopError/Code/invalidArgument``.
   /// - A negative tolerance counts as zero; an infinite one throws.
   ///
   /// ```swift
@@ -62,11 +62,12 @@ extension LoopTimer {
   static let never: Duration = .seconds(Int64(1) << 40)
 
   /// Creates a timer that fires `delay` from now (then every `interval`, when given) and
-  /// adds it to the calling thread's run loop in ``RunLoopCore/LoopMode/default`` (the
+  /// adds it to the calling thread's run loop in ``/RunLoopCore/LoopMode/default`` (the
   /// guide's `scheduledTimerWithTimeInterval:` methods).
   ///
   /// ```swift
-  /// let poll = try LoopTimer.scheduled(after: .milliseconds(200), every: .milliseconds(200)) { _ in
+  /// let poll = try LoopTimer.scheduled(after: .milliseconds(200), every: .milliseconds(200)) { _
+  /// in
   ///   pollDevice()
   /// }
   /// ```

@@ -115,7 +115,7 @@ public final class LoopTimer: @unchecked Sendable {
   ///     repeating timer's is capped at half its interval (see ``tolerance``).
   ///   - name: the timer's name in traces.
   ///   - handler: called on the loop's thread with the timer.
-  /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidArgument`` when `interval` is zero or
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` when `interval` is zero or
   ///   negative (a repeating timer needs time between fires).
   ///
   /// ```swift

@@ -19,6 +19,8 @@ struct CommandLineTests {
     ["run", "--workers", "0"],
     ["run", "--bogus"],
     ["run", "--duration", "soon"],
+    ["run", "--duration", "0x10", "--no-journal"],
+    ["run", "--duration", "1e1", "--no-journal"],
     ["run", "--duration", "1", "--no-journal", "--json-log", "/nonexistent-dir/x.jsonl"],
     ["scenario", "no-such-scenario"],
     ["scenario"],
@@ -31,6 +33,14 @@ struct CommandLineTests {
     ["trace", "timeline", "/nonexistent", "--svg", "/tmp/x.svg"],
     ["no-such-command"],
   ]
+
+  @Test func aNegativeWorkerCountIsNamedNotTakenForAFlag() throws {
+    let result = try runDemo(["run", "--workers", "-1"])
+    #expect(result.exitedNormally && result.status != 0)
+    #expect(
+      result.stderr.contains("--workers must be between 1 and 16, not -1"), "\(result.stderr)")
+    #expect(!result.stderr.contains("Missing value"))
+  }
 
   @Test(arguments: badInvocations)
   func badFlagsAndUnreadablePathsExitNonZeroWithAMessage(arguments: [String]) throws {

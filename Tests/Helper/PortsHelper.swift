@@ -29,10 +29,14 @@ func runPortsHelper(_ arguments: [String]) -> Never {
       try signalWaiter()
     case "ports-emfile" where arguments.count == 2:
       try acceptWithoutDescriptors(directory: arguments[1])
+    case "ports-request-timed" where arguments.count == 4:
+      try timedRequest(
+        directory: arguments[1], name: arguments[2], milliseconds: Int(arguments[3]) ?? 0)
     default:
       say(
         "usage: ports-echo DIR NAME | ports-request DIR NAME MSGID TEXT"
-          + " | ports-checkin DIR MAIN | ports-signals | ports-emfile DIR")
+          + " | ports-checkin DIR MAIN | ports-signals | ports-emfile DIR"
+          + " | ports-request-timed DIR NAME MILLISECONDS")
       exit(2)
     }
   } catch {
@@ -77,6 +81,35 @@ private func request(directory: String, name: String, msgid: Int32, text: String
   let reply = try port.request(
     msgid: msgid, data: Array(text.utf8), sendTimeout: .seconds(2), receiveTimeout: .seconds(5))
   say("reply:\(String(decoding: reply, as: UTF8.self))")
+}
+
+/// One request with a receive timeout of `milliseconds`; prints how it ended, how long it
+/// took and how much the peak resident memory grew while it ran, for tests against a
+/// hostile server.
+private func timedRequest(directory: String, name: String, milliseconds: Int)
+  throws(RunLoopError)
+{
+  let registry = try PortNameRegistry(directory: directory)
+  let port = try NamedPort(name: name, registry: registry)
+  let before = peakResidentKilobytes()
+  let start = ContinuousClock.now
+  let outcome: String
+  do {
+    let reply = try port.request(msgid: 1, data: [1], receiveTimeout: .milliseconds(milliseconds))
+    outcome = "reply:\(reply.count)"
+  } catch {
+    outcome = "error:\(error.code)"
+  }
+  let elapsed = ContinuousClock.now - start
+  let elapsedMilliseconds =
+    elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+  say("\(outcome) elapsed-ms:\(elapsedMilliseconds) growth-kb:\(peakResidentKilobytes() - before)")
+}
+
+private func peakResidentKilobytes() -> Int {
+  var usage = rusage()
+  getrusage(RUSAGE_SELF.rawValue, &usage)
+  return usage.ru_maxrss
 }
 
 /// The guide's Listing 3-19 as a process: look up the main port by name, register a port of

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 
-/// Ties the articles to compiled code: each ```swift block of a checked article must appear,
-/// verbatim (after removing common indentation), inside a `// snippet:` region of a file in
-/// Docs/Snippets, which the DocSnippets target compiles.
+/// Ties the articles to compiled code: each ```swift block of a checked article (in the DocC
+/// catalog Docs/RunLoopGuide.docc) must appear, verbatim (after removing common indentation),
+/// inside a `// snippet:` region of a file in Docs/Snippets, which the RunLoopGuide target
+/// compiles.
 @Suite("Documentation snippets compile")
 struct SnippetCheckTests {
   static let checkedArticles = [
@@ -15,9 +16,12 @@ struct SnippetCheckTests {
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("Docs")
 
+  /// The DocC catalog that holds the articles.
+  static let catalog: URL = docs.appendingPathComponent("RunLoopGuide.docc")
+
   @Test(arguments: checkedArticles)
   func everySwiftBlockOfTheArticleIsACompiledSnippet(article: String) throws {
-    let text = try String(contentsOf: Self.docs.appendingPathComponent(article), encoding: .utf8)
+    let text = try String(contentsOf: Self.catalog.appendingPathComponent(article), encoding: .utf8)
     let blocks = Self.swiftBlocks(in: text)
     #expect(!blocks.isEmpty, "\(article) has no Swift code block")
     let regions = try Self.snippetRegions()

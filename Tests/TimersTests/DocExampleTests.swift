@@ -2,7 +2,7 @@ import RunLoopCore
 import RunLoopTimers
 import Testing
 
-// The examples of Docs/TimerSources.md, compiled and run here so that the article cannot
+// The examples of Docs/RunLoopGuide.docc/TimerSources.md, compiled and run here so that the article cannot
 // drift from the API.
 
 /// The workbook's countdown: start, pause, resume and stop, one tick per `tick`.

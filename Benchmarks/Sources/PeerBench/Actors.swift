@@ -1,0 +1,83 @@
+import CPeers
+import NIOCore
+import NIOPosix
+
+/// An actor pinned to a loop through the executor it is given: the same type serves our
+/// loops and NIO's, so the two sides of a row run the same actor code.
+actor Player {
+  nonisolated let unownedExecutor: UnownedSerialExecutor
+
+  init(executor: UnownedSerialExecutor) { unownedExecutor = executor }
+
+  /// Hits taken: state of the actor, so that reaching it needs the actor's executor (a call
+  /// of an actor method that touches no state can be optimized into no hop at all).
+  private var hits = 0
+
+  /// Awaits `other` `count` times (two hops each: there and back), then signals `done`.
+  func serve(_ other: Player, count: Int, done: Latch) async {
+    var total = 0
+    for _ in 0..<count { total &+= await other.hit() }
+    hits = total
+    done.signal()
+  }
+
+  func hit() -> Int {
+    hits += 1
+    return hits
+  }
+}
+
+/// Runs `count` awaits of `b` from `a` (2 hops each) and measures the run; `usage` reads
+/// what the two actors' threads have used so far.
+func actorPingPong(
+  _ a: Player, _ b: Player, count: Int, usage: () throws -> peers_thread_usage
+) throws -> ThreadedSample {
+  let done = Latch()
+  let before = try usage()
+  let start = nanosNow()
+  Task { await a.serve(b, count: count, done: done) }
+  done.wait()
+  let elapsed = nanosNow() - start
+  return ThreadedSample(nanoseconds: elapsed, before: before, after: try usage())
+}
+
+extension NIOSide {
+  /// Two actors on two NIO loops used as executors (`EventLoop.executor`, which NIO's own
+  /// loops provide as `NIOSerialEventLoopExecutor`).
+  static func actorPingPong(_ count: Int) throws -> ThreadedSample {
+    try withGroup(threads: 2) { loops in
+      let (a, b) = (loops[0], loops[1])
+      return try PeerBench.actorPingPong(
+        Player(executor: a.executor.asUnownedSerialExecutor()),
+        Player(executor: b.executor.asUnownedSerialExecutor()), count: count
+      ) { try usage(a, b) }
+    }
+  }
+
+  /// Round trips per second of `try await loop.submit { }.get()` from a task.
+  static func awaitedSubmit(_ count: Int) throws -> Double {
+    try withGroup(threads: 1) { loops in
+      let loop = loops[0]
+      let done = Latch()
+      nonisolated(unsafe) var elapsed: UInt64 = 0
+      Task {
+        let start = nanosNow()
+        for _ in 0..<count { try? await loop.submit {}.get() }
+        elapsed = nanosNow() - start
+        done.signal()
+      }
+      done.wait()
+      return Double(count) / (Double(elapsed) / 1e9)
+    }
+  }
+
+  /// Round trips per second of `loop.submit { }.wait()` from a plain thread.
+  static func waitedSubmit(_ count: Int) throws -> Double {
+    try withGroup(threads: 1) { loops in
+      let loop = loops[0]
+      let start = nanosNow()
+      for _ in 0..<count { try loop.submit {}.wait() }
+      return Double(count) / (Double(nanosNow() - start) / 1e9)
+    }
+  }
+}

@@ -1,0 +1,188 @@
+import CPeers
+import Foundation
+
+/// Options every suite sees.
+struct BenchOptions {
+  var quick = false
+  /// Rounds of interleaved measurements: the medians come from these.
+  var rounds: Int { quick ? 1 : 5 }
+}
+
+/// A named group of rows.
+struct Suite: Sendable {
+  let name: String
+  let run: @Sendable (BenchOptions, Report) throws -> Void
+}
+
+/// Each side's median of `key` over its samples.
+func medians<Sample>(_ samples: [Peer: [Sample]], _ key: (Sample) -> Double) -> [Peer: Double] {
+  samples.mapValues { median($0.map(key)) }
+}
+
+let cPeers: [Peer] = [.libuv, .sdEvent, .glib]
+
+let allSuites: [Suite] = [
+  Suite(name: "empty-passes") { options, report in
+    let passes = options.quick ? 20_000 : 300_000
+    let samples = try interleaved(rounds: options.rounds, sides: [.ours] + cPeers + [.floor]) {
+      side -> Double in
+      let nanoseconds =
+        side == .ours ? try OurSide.emptyPasses(passes) : try CSide.emptyPasses(side, passes)
+      return Double(nanoseconds) / Double(passes)
+    }
+    let values = medians(samples) { $0 }
+    let (ours, libuv) = (values[.ours]!, values[.libuv]!)
+    report.add(
+      ResultRow(
+        work: "empty zero-timeout pass", unit: "ns/pass", values: values, higherIsBetter: false,
+        target: "<= libuv", pass: ours <= libuv,
+        note: "NIO has no call that runs one pass of a loop"))
+  },
+  Suite(name: "timer-churn") { options, report in
+    let counts = options.quick ? [1000, 10_000] : [10_000, 100_000]
+    for count in counts {
+      var generator = SystemRandomNumberGenerator()
+      let offsets = (0..<count).map { _ in Double.random(in: 1...100, using: &generator) }
+      // NIO cancels by a linear search of its heap: a round at 100,000 takes it seconds.
+      let rounds = count >= 100_000 ? 3 : options.rounds
+      let samples = try interleaved(rounds: rounds, sides: [.ours] + cPeers + [.nio]) {
+        side -> Double in
+        let nanoseconds =
+          switch side {
+          case .ours: try OurSide.timerChurn(offsets)
+          case .nio: try NIOSide.timerChurn(offsets)
+          default: try CSide.timerChurn(side, offsets)
+          }
+        return Double(nanoseconds) / Double(count)
+      }
+      let values = medians(samples) { $0 }
+      let (ours, libuv) = (values[.ours]!, values[.libuv]!)
+      let (target, pass): (String, Bool?) =
+        switch count {
+        case 100_000: ("<= libuv", ours <= libuv)
+        case 10_000: ("<= 2x libuv", ours <= 2 * libuv)
+        default: ("report", nil)
+        }
+      report.add(
+        ResultRow(
+          work: "schedule+cancel, \(count / 1000)k timers", unit: "ns/timer", values: values,
+          higherIsBetter: false, target: target, pass: pass))
+    }
+  },
+  Suite(name: "timer-memory") { options, report in
+    let count = options.quick ? 2000 : 10_000
+    let samples = try interleaved(rounds: options.quick ? 1 : 3, sides: [.ours] + cPeers + [.nio]) {
+      side -> Double in
+      switch side {
+      case .ours: try OurSide.timerMemory(count)
+      case .nio: try NIOSide.timerMemory(count)
+      default: try CSide.timerMemory(side, count)
+      }
+    }
+    let values = medians(samples) { $0 }
+    report.add(
+      ResultRow(
+        work: "memory per timer", unit: "B", values: values, higherIsBetter: false,
+        target: "<= 122 B", pass: values[.ours]! <= 122,
+        note: "heap bytes (mallinfo2) with \(count) timers scheduled; libuv's handles are "
+          + "allocated one by one with malloc, as the other sides' timers are"))
+  },
+  Suite(name: "ping-pong") { options, report in
+    let trips = options.quick ? 2000 : 20_000
+    for (placement, cpu) in [("any CPU", -1), ("one CPU", 0)] {
+      let status = peers_run_on_cpu(Int32(cpu))
+      guard status == 0 else {
+        print("  ping-pong on \(placement): cannot set CPU affinity (errno \(status)); skipped")
+        continue
+      }
+      defer { _ = peers_run_on_cpu(-1) }
+      let samples = try interleaved(
+        rounds: options.rounds, sides: [.ours] + cPeers + [.nio, .floor]
+      ) { side -> ThreadedSample in
+        switch side {
+        case .ours: try OurSide.pingPong(trips)
+        case .nio: try NIOSide.pingPong(trips)
+        default: try CSide.pingPong(side, trips)
+        }
+      }
+      let rates = medians(samples) { Double(trips) / ($0.nanoseconds / 1e9) }
+      let ofFloor = rates[.ours]! / rates[.floor]!
+      let bestPeer = cPeers.map { rates[$0]! }.max()!
+      let (target, pass) =
+        cpu < 0
+        ? (">= every peer", rates[.ours]! >= max(bestPeer, rates[.nio]!))
+        : (">= 0.95 of floor", ofFloor >= 0.95)
+      report.add(
+        ResultRow(
+          work: "ping-pong, \(placement)", unit: "round trips/s", values: rates,
+          higherIsBetter: true, target: target, pass: pass))
+      report.add(
+        ResultRow(
+          work: "ping-pong CPU, \(placement)", unit: "us/round trip",
+          values: medians(samples) { $0.cpuNanoseconds / Double(trips) / 1000 },
+          higherIsBetter: false,
+          note: "CPU time of the two loop threads (getrusage per thread, RUSAGE_THREAD)"))
+      report.add(
+        ResultRow(
+          work: "ping-pong allocations, \(placement)", unit: "/round trip",
+          values: medians(samples) { $0.allocations / Double(trips) }, higherIsBetter: false))
+    }
+  },
+  Suite(name: "actors") { options, report in
+    let count = options.quick ? 2000 : 20_000
+    let hops = Double(2 * count)
+    for (placement, cpu) in [("any CPU", -1), ("one CPU", 0)] {
+      let status = peers_run_on_cpu(Int32(cpu))
+      guard status == 0 else {
+        print("  actors on \(placement): cannot set CPU affinity (errno \(status)); skipped")
+        continue
+      }
+      defer { _ = peers_run_on_cpu(-1) }
+      let sides: [Peer] = OurActorSide.isAvailable ? [.ours, .nio] : [.nio]
+      let samples = try interleaved(rounds: options.rounds, sides: sides) {
+        side -> ThreadedSample in
+        side == .ours ? try OurActorSide.pingPong(count) : try NIOSide.actorPingPong(count)
+      }
+      let rates = medians(samples) { hops / ($0.nanoseconds / 1e9) }
+      let cpuPerHop = medians(samples) { $0.cpuNanoseconds / hops / 1000 }
+      let allocations = medians(samples) { $0.allocations / hops }
+      let missing = OurActorSide.isAvailable ? "" : OurActorSide.missing
+      report.add(
+        ResultRow(
+          work: "actor ping-pong, \(placement)", unit: "hops/s", values: rates,
+          higherIsBetter: true, target: cpu < 0 ? "report" : ">= 1.2x NIO",
+          pass: cpu < 0 ? nil : rates[.ours].map { $0 >= 1.2 * rates[.nio]! }, note: missing))
+      report.add(
+        ResultRow(
+          work: "actor CPU, \(placement)", unit: "us/hop", values: cpuPerHop,
+          higherIsBetter: false, target: cpu < 0 ? "<= NIO" : "report",
+          pass: cpu < 0 ? cpuPerHop[.ours].map { $0 <= cpuPerHop[.nio]! } : nil))
+      report.add(
+        ResultRow(
+          work: "actor allocations, \(placement)", unit: "/hop", values: allocations,
+          higherIsBetter: false, target: "<= NIO",
+          pass: allocations[.ours].map { $0 <= allocations[.nio]! + 0.01 }))
+    }
+  },
+  Suite(name: "await-perform") { options, report in
+    let count = options.quick ? 2000 : 20_000
+    let sides: [Peer] = OurActorSide.isAvailable ? [.ours, .nio] : [.nio]
+    let awaited = try interleaved(rounds: options.rounds, sides: sides) { side -> Double in
+      side == .ours ? try OurActorSide.awaitedPerform(count) : try NIOSide.awaitedSubmit(count)
+    }
+    let waited = try interleaved(rounds: options.rounds, sides: [.ours, .nio]) { side -> Double in
+      side == .ours ? try OurSide.waitedPerform(count) : try NIOSide.waitedSubmit(count)
+    }
+    report.add(
+      ResultRow(
+        work: "awaited perform round trip", unit: "/s", values: medians(awaited) { $0 },
+        higherIsBetter: true,
+        note: "ours: try await loop.perform { } from a task; NIO: try await loop.submit { }.get()"
+          + (OurActorSide.isAvailable ? "" : "; " + OurActorSide.missing)))
+    report.add(
+      ResultRow(
+        work: "performAndWait round trip", unit: "/s", values: medians(waited) { $0 },
+        higherIsBetter: true,
+        note: "ours: loop.performAndWait { } from a plain thread; NIO: loop.submit { }.wait()"))
+  },
+]

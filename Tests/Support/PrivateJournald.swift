@@ -1,0 +1,102 @@
+import Foundation
+import Glibc
+import RunLoopCore
+
+/// A systemd-journald of the test's own: a journal namespace (`systemd-journald NAME`,
+/// which listens on `/run/systemd/journal.NAME/socket`) started for one test and ended after
+/// it. A test that stops journald (SIGSTOP) stops this one, never the machine's journald,
+/// which every other test shares; and it is resumed and ended even when the test fails.
+///
+/// ```swift
+/// let journald = try PrivateJournald()
+/// defer { journald.terminate() }
+/// journald.stop()  // SIGSTOP: sends to its socket block once its queue is full
+/// ```
+public final class PrivateJournald: @unchecked Sendable {
+  /// The journal namespace (`journalctl --namespace=NAME` reads it).
+  public let namespace: String
+  private let process = Process()
+  private let ended: ProcessExitSignal
+  private let state = GuardedState(false)
+
+  static let program = "/lib/systemd/systemd-journald"
+
+  /// Whether a private journald can be started here (root and systemd-journald present).
+  public static let canStart: Bool = {
+    getuid() == 0 && FileManager.default.isExecutableFile(atPath: program)
+  }()
+
+  /// The native-protocol socket.
+  public var socketPath: String { "/run/systemd/journal.\(namespace)/socket" }
+
+  /// Starts the journald and waits (up to 10 s) until its socket exists.
+  public init() throws {
+    namespace = "rltest\(getpid())x\(UInt32.random(in: 0...UInt32.max))"
+    process.executableURL = URL(fileURLWithPath: Self.program)
+    process.arguments = [namespace]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    process.standardInput = FileHandle.nullDevice
+    ended = ProcessExitSignal(process)
+    try process.run()
+    let deadline = ContinuousClock.now + .seconds(10)
+    while access(socketPath, F_OK) != 0 {
+      guard ContinuousClock.now < deadline, process.isRunning else {
+        terminate()
+        throw POSIXError(.ETIMEDOUT)
+      }
+      usleep(10_000)
+    }
+  }
+
+  /// The journald's process id.
+  public var pid: pid_t { process.processIdentifier }
+
+  /// Stops the journald (SIGSTOP): it reads nothing until ``resume()``.
+  public func stop() {
+    kill(pid, SIGSTOP)
+  }
+
+  /// Resumes a stopped journald (SIGCONT).
+  public func resume() {
+    kill(pid, SIGCONT)
+  }
+
+  /// The entries of `identifier` in this journal, as field dictionaries.
+  public func entries(identifier: String) throws -> [[String: String]] {
+    let result = try runProgram(
+      "/usr/bin/journalctl",
+      ["--namespace=\(namespace)", "-t", identifier, "-o", "json", "--no-pager"])
+    return try result.output.split(separator: "\n").map { line in
+      let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+      return (object ?? [:]).compactMapValues { $0 as? String }
+    }
+  }
+
+  /// Resumes, ends the journald and removes its sockets and journal files; safe to call
+  /// twice.
+  public func terminate() {
+    let first = state.withLock { done -> Bool in
+      defer { done = true }
+      return !done
+    }
+    guard first else { return }
+    if process.isRunning {
+      kill(pid, SIGCONT)
+      kill(pid, SIGTERM)
+      _ = ended.waitOrKill(process, timeout: .seconds(10))
+    }
+    let fileManager = FileManager.default
+    try? fileManager.removeItem(atPath: "/run/systemd/journal.\(namespace)")
+    for directory in ["/var/log/journal", "/run/log/journal"] {
+      for name in (try? fileManager.contentsOfDirectory(atPath: directory)) ?? []
+      where name.hasSuffix("." + namespace) {
+        try? fileManager.removeItem(atPath: directory + "/" + name)
+      }
+    }
+  }
+
+  deinit {
+    terminate()
+  }
+}
