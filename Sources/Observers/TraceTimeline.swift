@@ -2,7 +2,7 @@
 /// band shaded by the run's mode (a nested run as a narrower band inside it), when the loop
 /// slept (blue), and its call-outs coloured by kind and labelled with their names where they
 /// are wide enough, on a time axis in milliseconds from the trace's first record. Call-outs
-/// longer than a threshold are marked as stalls (red). A window (``Options/from`` and
+/// longer than a threshold, awake all along, are marked as stalls (red). A window (``Options/from`` and
 /// ``Options/to``, or ``window(aroundSlowest:in:)``) zooms in on part of a long trace, where
 /// microsecond call-outs become visible.
 ///
@@ -119,7 +119,8 @@ public enum TraceTimeline {
     /// options.to = 180_000_000
     /// ```
     public var to: Int64?
-    /// A call-out at least this long (nanoseconds) is marked as a stall.
+    /// A call-out at least this long (nanoseconds) during which its loop never slept is
+    /// marked as a stall (one that ran a nested run which slept was not stuck).
     ///
     /// ```swift
     /// options.stallThreshold = 20_000_000  // 20 ms

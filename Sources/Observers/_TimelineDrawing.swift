@@ -102,7 +102,13 @@ struct _TimelineDrawing {
         svg += "<title>sleep \(length)</title></rect>\n"
       case .working:
         let kind = span.label.split(separator: ":").first.map(String.init) ?? ""
-        let isStall = span.end.saturatingSubtracting(span.start) >= options.stallThreshold
+        // Long, and awake all along: a call-out that slept in a nested run was not stuck.
+        let isStall =
+          span.end.saturatingSubtracting(span.start) >= options.stallThreshold
+          && !spans.contains {
+            $0.tid == span.tid && $0.state == .sleeping && $0.start >= span.start
+              && $0.end <= span.end
+          }
         svg += "<rect class=\"working\" x=\"\(fmt(left))\" y=\"\(fmt(y + 10 + nesting))\" "
         svg += "width=\"\(fmt(spanWidth))\" height=\"\(fmt(rowHeight - 22 - 2 * nesting))\" "
         svg += "fill=\"\(Self.kindColor(kind))\""
