@@ -30,8 +30,15 @@ struct TopBoard {
     var passes: [Int64] = []
     var delays: [Int64] = []
     var lastSleepEnd: Int64 = .min
-    var stalls = 0
+    // Call-outs past the threshold that never slept; and the watchdog's stall records, which
+    // count instead when the log has them.
+    var longCallouts = 0
+    var watchdogStalls = 0
+    var stalledSince: Int64?
+    var stalledIn: String?
     var lastStall: String?
+
+    var stalls: Int { watchdogStalls > 0 ? watchdogStalls : longCallouts }
   }
 
   /// Call-outs at least this long count as stalls, and so does a loop awake this long.
@@ -53,8 +60,20 @@ struct TopBoard {
         loop: record.loop, thread: record.thread, tid: record.tid,
         firstTimestamp: record.timestamp)
     loop.mode = record.mode
-    loop.lastTimestamp = max(loop.lastTimestamp, record.endTimestamp)
+    if record.record != .stall {
+      loop.lastTimestamp = max(loop.lastTimestamp, record.endTimestamp)
+    }
     switch record.record {
+    case .stall:
+      // The watchdog's report: the loop is stuck in this call-out, awake since `timestamp`.
+      loop.stalledSince = record.timestamp
+      loop.stalledIn = record.calloutKind.map { "\($0) \(record.calloutName ?? "")" }
+      loop.watchdogStalls += 1
+      loop.lastStall =
+        "\(loop.stalledIn ?? "outside call-outs") (watchdog, state \(record.threadState ?? "?"))"
+    case .recovery:
+      loop.stalledSince = nil
+      loop.stalledIn = nil
     case .activity:
       let activity = record.activity ?? ""
       loop.lastActivity = activity
@@ -71,8 +90,10 @@ struct TopBoard {
       if let lateness = record.lateness { Self.keep(&loop.delays, max(0, lateness), 2048) }
       // A call-out that slept (in a nested run) was not stuck: only one that stayed awake.
       let sleptInside = loop.lastSleepEnd > record.timestamp
-      if let duration = record.duration, duration >= stallThreshold, !sleptInside {
-        loop.stalls += 1
+      if let duration = record.duration, duration >= stallThreshold, !sleptInside,
+        loop.watchdogStalls == 0
+      {
+        loop.longCallouts += 1
         loop.lastStall =
           "\(record.calloutKind ?? "?") \(record.calloutName ?? "") \(Self.milliseconds(duration)) ms"
       }
@@ -95,6 +116,9 @@ struct TopBoard {
 
   /// The loop's state at `now` (CLOCK_BOOTTIME nanoseconds), for people.
   func state(of loop: Loop, now: Int64) -> String {
+    if let since = loop.stalledSince {
+      return "STALLED \(Self.seconds(now - since)) in \(loop.stalledIn ?? "no call-out")"
+    }
     if let since = loop.asleepSince { return "asleep \(Self.seconds(now - since))" }
     if loop.lastActivity == "exit" && loop.lastDepth == 1 { return "not running" }
     let awake = now - loop.lastTimestamp

@@ -6,7 +6,9 @@ import RunLoopCore
 ///
 /// Each run of a loop becomes a begin/end pair (`B`/`E`, named `run <mode>`), each sleep and
 /// call-out a complete event (`X`, with its duration), the other activities instant events
-/// (`i`), and each thread's name a metadata event (`M`, `thread_name`). Timestamps are
+/// (`i`), a stall an instant event where the watchdog saw it and its recovery a complete
+/// event `stalled` over the time the loop was awake, and each thread's name a metadata event
+/// (`M`, `thread_name`). Timestamps are
 /// microseconds on the trace's monotonic clock. A run still open at the end of the trace is
 /// closed at the last timestamp, and an exit whose entry happened before tracing began is
 /// left out, so begin and end events always balance.
@@ -71,6 +73,24 @@ public enum ChromeTrace {
         events.append(
           base.merging([
             "ph": "X", "name": "sleep", "cat": "sleep",
+            "dur": microseconds(record.duration ?? 0), "args": args,
+          ]) { $1 })
+      case .stall:
+        // At the moment the watchdog saw it, naming the call-out the loop was in.
+        if let state = record.threadState { args["thread_state"] = state }
+        if let wchan = record.wchan { args["wchan"] = wchan }
+        args["awake_ms"] = microseconds(record.duration ?? 0) / 1000
+        events.append([
+          "ph": "i", "s": "t", "pid": pid, "tid": tid,
+          "ts": microseconds(record.endTimestamp), "cat": "stall",
+          "name": "stall: \(record.calloutKind ?? "-") \(record.calloutName ?? "")",
+          "args": args,
+        ])
+      case .recovery:
+        // The whole time the loop was awake, from waking to sleeping again.
+        events.append(
+          base.merging([
+            "ph": "X", "name": "stalled", "cat": "stall",
             "dur": microseconds(record.duration ?? 0), "args": args,
           ]) { $1 })
       }

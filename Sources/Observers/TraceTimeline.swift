@@ -185,6 +185,9 @@ public enum TraceTimeline {
           Span(
             tid: record.tid, state: .sleeping, start: record.timestamp,
             end: record.endTimestamp, label: "sleep", mode: record.mode, depth: record.depth))
+      case .stall, .recovery:
+        // Drawn from the records themselves (marks), not as spans of the loop's time.
+        break
       }
     }
     for (tid, runs) in open {

@@ -264,6 +264,12 @@ package final class _TraceStrings: Sendable {
         }
       case .sleep:
         record.duration = event.duration
+      case .stall, .recovery:
+        // The watchdog sends these as whole records; an event of them carries the call-out
+        // and the time awake.
+        record.calloutKind = string(event.calloutKind)
+        record.calloutName = string(event.calloutName)
+        record.duration = event.duration
       }
       return record
     }
