@@ -19,6 +19,9 @@ extension EventRunLoop {
     guard calloutInstrumentCount.load(ordering: .relaxed) > 0, isCurrent,
       refreshInstruments().contains(.callouts)
     else { return try body() }
+    if local.instrumentCache.interests.contains(.calloutStarts) {
+      announceCallout(kind, name: name)
+    }
     let start = ContinuousClock.now
     defer {
       let record = CalloutRecord(kind: kind, name: name, start: start, end: .now, dueAt: dueAt)
@@ -49,6 +52,15 @@ extension EventRunLoop {
   @inline(never)
   private func tracedCallOut(_ kind: CalloutKind, name: String, _ body: () -> Void) {
     withCallout(kind, name: name, dueAt: nil, body)
+  }
+
+  /// Tells the instruments that want call-out starts that one begins.
+  private func announceCallout(_ kind: CalloutKind, name: String) {
+    let info = passInfo()
+    for instrument in local.instrumentCache.instruments
+    where instrument.interests.contains(.calloutStarts) {
+      instrument.runLoop(self, willCallOut: kind, name: name, info)
+    }
   }
 
   /// Tells the instruments that want activities that the loop reached `activity`. Inlined:

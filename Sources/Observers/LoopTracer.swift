@@ -43,12 +43,16 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// let sinks = tracer.sinks
   /// ```
   public let sinks: [any TraceSink]
-  /// The tracer wants activities, call-outs and sleeps.
+  /// The tracer wants activities, call-outs and sleeps; and call-out starts too while
+  /// ``LoopContext/isPublished`` is on (so that the context names the call-out a loop is
+  /// in). A loop reads this when the tracer is attached.
   ///
   /// ```swift
   /// let interests = tracer.interests
   /// ```
-  public var interests: InstrumentInterests { .all }
+  public var interests: InstrumentInterests {
+    LoopContext.isPublished ? InstrumentInterests.all.union(.calloutStarts) : .all
+  }
 
   // The tracer's strings, record numbers and thread names, under one lock.
   private let strings: _TraceStrings
@@ -214,6 +218,20 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
     var event = makeEvent(.activity, loop, info, timestamp: _TraceClock.monotonicNow())
     event.activity = activity.rawValue
     send(&event, mode: info.mode.name)
+  }
+
+  /// Notes the call-out the loop enters in the thread's ``LoopContext`` (only asked for while
+  /// the context is published); records nothing.
+  ///
+  /// ```swift
+  /// LoopContext.isPublished = true  // before attaching the tracer
+  /// ```
+  public func runLoop(
+    _ loop: EventRunLoop, willCallOut kind: CalloutKind, name: String, _ info: LoopPassInfo
+  ) {
+    guard _loopContextPublished.load(ordering: .relaxed) else { return }
+    _LoopContextSlot.forCurrentThread.beginCallout(
+      kind: kind.name, name: name, run: runID, info)
   }
 
   /// Records a call-out, with its lateness when it had a due time.

@@ -68,6 +68,8 @@ struct JournalLogHandlerTests {
     #expect(line["RUNLOOP_MODE"] == "default")
     #expect(line["RUNLOOP_ITERATION"] == String(job.iteration))
     #expect(line["RUNLOOP_DEPTH"] == "1")
+    #expect(line["RUNLOOP_CALLOUT_KIND"] == "block")
+    #expect(line["RUNLOOP_CALLOUT_NAME"] == "log-job")
     #expect(line["SWIFT_LOG_LABEL"] == "jobs")
     #expect(line["CODE_FUNC"]?.contains("aLogLineInsideATracedCallout") == true)
     // The pass the line was logged in is the pass of the call-out record.
@@ -139,11 +141,15 @@ struct JournalLogHandlerTests {
     #expect(seen[0]["runloop_run"] == "nested-context")
     #expect(seen[0]["runloop_mode"] == "default")
     #expect(seen[0]["runloop_depth"] == "1")
+    #expect(seen[0]["runloop_callout_name"] == "outer-job")
     #expect(seen[1]["runloop_mode"] == "inner")
     #expect(seen[1]["runloop_depth"] == "2")
+    #expect(seen[1]["runloop_callout_name"] == "inner-job")
     // Back in the outer call-out after the nested run returned.
     #expect(seen[2]["runloop_mode"] == "default")
     #expect(seen[2]["runloop_depth"] == "1")
+    #expect(seen[2]["runloop_callout_kind"] == "block")
+    #expect(seen[2]["runloop_callout_name"] == "outer-job")
     // Outside any run: nothing.
     #expect(seen[3].isEmpty)
   }
