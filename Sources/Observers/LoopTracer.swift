@@ -315,6 +315,18 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
     }
   }
 
+  /// Sends a whole record of this tracer (numbered here) to every sink: for records made off
+  /// the loop thread, such as the ``StallWatchdog``'s. Returns `false` once the tracer is
+  /// closed.
+  func emitWhole(_ make: (_ seq: UInt64) -> TraceRecord) -> Bool {
+    strings.stampWhole(make, sinks: sinks)
+  }
+
+  /// The thread name the tracer uses for `tid` (read from `/proc` when first asked).
+  func threadName(_ tid: Int32) -> String {
+    strings.threadName(tid)
+  }
+
   /// Tells each sink of this package that no event of this tracer follows, so that it
   /// releases the tracer's string table once the events already queued are written.
   private func releaseTables() {
