@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "RunLoopLogging", targets: ["RunLoopLogging"]),
     .executable(name: "runloop-demo", targets: ["RunLoopDemo"]),
     .executable(name: "runloop-bench", targets: ["RunLoopBench"]),
+    .executable(name: "runloop-tutorial", targets: ["RunLoopTutorial"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
@@ -146,13 +147,24 @@ let package = Package(
       path: "Docs",
       exclude: [
         "README.md", "Snippets/README.md", "images", "trace-schema.json", "runloop-demo.service",
+        "Tutorial",
       ]
+    ),
+    // The tutorial "Build a traced worker service": each step's code is a file of the catalog
+    // (RunLoopGuide.docc/Resources/Tutorial), linked into Docs/Tutorial, so the package builds
+    // every step and `swift run runloop-tutorial N` runs step N.
+    .executableTarget(
+      name: "RunLoopTutorial",
+      dependencies: [
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
+      ],
+      path: "Docs/Tutorial"
     ),
     .testTarget(
       name: "IntegrationTests",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
-        "RunLoopGuide",
+        "RunLoopGuide", "RunLoopTutorial", "RunLoopTestSupport",
       ],
       path: "Tests/IntegrationTests"
     ),

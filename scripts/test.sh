@@ -47,8 +47,9 @@ step "peers benchmark (Benchmarks/: debug build, --quick smoke run)"
 (cd Benchmarks && swift build --product runloop-peers && .build/debug/runloop-peers --quick)
 
 step "format"
-lint=$(swift format lint --strict --recursive Sources Tests Docs/Snippets fuzz Package.swift \
-  Benchmarks/Sources Benchmarks/Package.swift 2>&1)
+lint=$(swift format lint --strict --recursive Sources Tests Docs/Snippets Docs/Tutorial \
+  Docs/RunLoopGuide.docc/Resources/Tutorial fuzz Package.swift Benchmarks/Sources \
+  Benchmarks/Package.swift 2>&1)
 if [ -n "$lint" ]; then
   echo "$lint"
   exit 1

@@ -45,8 +45,8 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
 
   private let signalled = Atomic<Bool>(false)
   private let valid = Atomic<Bool>(true)
-  // Nanoseconds since `clockReference` at the latest signal, recorded only while some
-  // instrument wants call-outs; 0 when unknown.
+  // The `LoopClock` reading at the latest signal, recorded only while some instrument wants
+  // call-outs; 0 when unknown.
   private let signalledAtNanoseconds = Atomic<Int64>(0)
   // Guarded by its own lock: the (loop, mode) pairs the source is in.
   private let registrations = GuardedState<[Registration]>([])
@@ -98,7 +98,7 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   public func signal() {
     guard isValid else { return }
     if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
-      signalledAtNanoseconds.store(ClockReference.nanoseconds(of: .now), ordering: .relaxed)
+      signalledAtNanoseconds.store(LoopClock.now(), ordering: .relaxed)
     } else if signalledAtNanoseconds.load(ordering: .relaxed) != 0 {
       // Unrecorded: an instrument attached before the call-out must not see the time of an
       // earlier, recorded signal as this one's. (Loaded first: a store per signal would
@@ -164,10 +164,10 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     return signalled.exchange(false, ordering: .acquiringAndReleasing)
   }
 
-  /// When the latest signal happened, if it was recorded.
-  var signalledAt: ContinuousClock.Instant? {
+  /// When the latest signal happened (a `LoopClock` reading), if it was recorded.
+  var signalTime: Int64? {
     let nanoseconds = signalledAtNanoseconds.load(ordering: .relaxed)
-    return nanoseconds == 0 ? nil : ClockReference.instant(nanoseconds: nanoseconds)
+    return nanoseconds == 0 ? nil : nanoseconds
   }
 
   func didSchedule(on loop: EventRunLoop, mode: LoopMode) {

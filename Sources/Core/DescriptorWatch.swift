@@ -7,8 +7,9 @@ import Synchronization
 /// ready. The Ports module builds its sources (descriptors, ports, sockets, signals) on this.
 ///
 /// The loop waits with a level-triggered `epoll` set. A descriptor that becomes ready while
-/// the loop runs a mode the watch is not in is set aside without spinning (its `epoll`
-/// interest is switched off) and handled when the loop next runs one of its modes.
+/// the loop runs a mode the watch is not in is set aside (taken out of the `epoll` set, so
+/// that it does not wake the loop again and again) and handled when the loop next runs one
+/// of its modes.
 ///
 /// The watch never closes the descriptor: its owner does, after removing the watch or
 /// invalidating it.
@@ -155,3 +156,6 @@ public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
     loops.withLock { list in list.compactMap(\.loop) }
   }
 }
+
+// Hands out the watches' `epoll` tokens; 0 and 1 are the poller's own eventfd and timerfd.
+private let descriptorTokenCounter = Atomic<UInt64>(1)

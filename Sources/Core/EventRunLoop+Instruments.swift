@@ -1,9 +1,72 @@
-/// How the loop tells instruments what it does. With no instrument attached, each
-/// notification costs two atomic loads and no clock read or allocation.
+import Synchronization
+
+/// How the loop tells instruments what it does, and the one path of every call-out into
+/// user code. With no instrument attached, a notification costs two atomic loads and a
+/// call-out one, with no clock read and no allocation.
 extension EventRunLoop {
+  /// Attaches an instrument to this loop. Safe from any thread; it hears from the next
+  /// activity on.
+  ///
+  /// ```swift
+  /// loop.addInstrument(recorder)
+  /// ```
+  public func addInstrument(_ instrument: any RunLoopInstrument) {
+    state.withLock { $0.instruments.append(instrument) }
+    noteInstrumentAdded(instrument)
+    instrumentsVersion.wrappingAdd(1, ordering: .releasing)
+  }
+
+  /// Detaches an instrument from this loop. Safe from any thread.
+  ///
+  /// ```swift
+  /// loop.removeInstrument(recorder)
+  /// ```
+  public func removeInstrument(_ instrument: any RunLoopInstrument) {
+    let removed = state.withLock { state -> Bool in
+      guard let index = state.instruments.firstIndex(where: { $0 === instrument }) else {
+        return false
+      }
+      state.instruments.remove(at: index)
+      return true
+    }
+    if removed {
+      noteInstrumentRemoved(instrument)
+      instrumentsVersion.wrappingAdd(1, ordering: .releasing)
+    }
+  }
+
+  /// Attaches an instrument to every loop of the process, present and future.
+  ///
+  /// ```swift
+  /// EventRunLoop.addProcessInstrument(tracer)
+  /// ```
+  public static func addProcessInstrument(_ instrument: any RunLoopInstrument) {
+    processInstruments.withLock { $0.append(instrument) }
+    noteInstrumentAdded(instrument)
+    processInstrumentsVersion.wrappingAdd(1, ordering: .releasing)
+  }
+
+  /// Detaches a process-wide instrument.
+  ///
+  /// ```swift
+  /// EventRunLoop.removeProcessInstrument(tracer)
+  /// ```
+  public static func removeProcessInstrument(_ instrument: any RunLoopInstrument) {
+    let removed = processInstruments.withLock { list -> Bool in
+      guard let index = list.firstIndex(where: { $0 === instrument }) else { return false }
+      list.remove(at: index)
+      return true
+    }
+    if removed {
+      noteInstrumentRemoved(instrument)
+      processInstrumentsVersion.wrappingAdd(1, ordering: .releasing)
+    }
+  }
+
   /// Runs `body` as a call-out into user code: when an instrument wants call-outs, the loop
   /// times it and reports a ``CalloutRecord``; otherwise it just runs it. Modules that call
-  /// user code on the loop (timers, ports) go through this so that traces see them.
+  /// user code on the loop (timers, ports, observers) go through this so that traces see
+  /// them.
   ///
   /// Call it on the loop's thread; from another thread it just runs `body`.
   ///
@@ -14,78 +77,81 @@ extension EventRunLoop {
     _ kind: CalloutKind, name: String, dueAt: ContinuousClock.Instant? = nil,
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
-    // First the process-wide count of instruments that want call-outs (one atomic load;
-    // usually 0), then the thread-local look-up of `isCurrent`.
-    guard calloutInstrumentCount.load(ordering: .relaxed) > 0, isCurrent,
-      refreshInstruments().contains(.callouts)
-    else { return try body() }
-    if local.instrumentCache.interests.contains(.calloutStarts) {
-      announceCallout(kind, name: name)
-    }
-    let start = ContinuousClock.now
+    guard wantsCallouts() else { return try body() }
+    announceCallout(kind, name: name)
+    let start = LoopClock.now()
+    defer { reportCallout(kind, name: name, from: start, to: LoopClock.now(), dueAt: dueAt) }
+    return try body()
+  }
+
+  /// ``withCallout(_:name:dueAt:_:)`` for the loop's own call-outs, with `dueAt` a
+  /// ``LoopClock`` reading: the one place every call-out of a pass goes through.
+  package func callOut<Result, Failure: Error>(
+    _ kind: CalloutKind, name: String, dueAt: Int64? = nil,
+    _ body: () throws(Failure) -> Result
+  ) throws(Failure) -> Result {
+    guard wantsCallouts() else { return try body() }
+    announceCallout(kind, name: name)
+    let start = LoopClock.now()
     defer {
-      let record = CalloutRecord(kind: kind, name: name, start: start, end: .now, dueAt: dueAt)
-      let info = passInfo()
-      for instrument in local.instrumentCache.instruments
-      where instrument.interests.contains(.callouts) {
-        instrument.runLoop(self, didCallOut: record, info)
-      }
+      reportCallout(
+        kind, name: name, from: start, to: LoopClock.now(),
+        dueAt: dueAt.map(LoopClock.instant(ofNanoseconds:)))
     }
     return try body()
   }
 
-  /// `withCallout` without a due time, for the loop's own call-outs: when no instrument
-  /// anywhere wants call-outs (the usual case) it calls `body` without building the
-  /// arguments of `withCallout`, whose `ContinuousClock.Instant?` goes through the
-  /// Concurrency module's value witnesses (that type's layout is hidden from this module).
-  @inline(__always)
-  func callOut(_ kind: CalloutKind, name: String, _ body: () -> Void) {
-    if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
-      tracedCallOut(kind, name: name, body)
-    } else {
-      body()
-    }
+  /// Whether an instrument of this loop wants call-outs: first the process-wide count of
+  /// instruments that want them (one atomic load; usually 0), then the thread-local look-up
+  /// of `isCurrent` (from another thread a call-out is not reported).
+  private func wantsCallouts() -> Bool {
+    calloutInstrumentCount.load(ordering: .relaxed) > 0 && isCurrent
+      && refreshInstruments().contains(.callouts)
   }
 
-  // Not inlined: inlined, `withCallout` makes its caller fetch the type metadata of
-  // `CalloutRecord` and `ContinuousClock.Instant?` on every call, traced or not.
-  @inline(never)
-  private func tracedCallOut(_ kind: CalloutKind, name: String, _ body: () -> Void) {
-    withCallout(kind, name: name, dueAt: nil, body)
-  }
-
-  /// Tells the instruments that want call-out starts that one begins.
+  /// Tells the instruments that asked for call-out starts that one begins (a bit test when
+  /// none did).
   private func announceCallout(_ kind: CalloutKind, name: String) {
+    guard local.instruments.interests.contains(.calloutStarts) else { return }
     let info = passInfo()
-    for instrument in local.instrumentCache.instruments
-    where instrument.interests.contains(.calloutStarts) {
-      instrument.runLoop(self, willCallOut: kind, name: name, info)
+    for entry in local.instruments.entries where entry.interests.contains(.calloutStarts) {
+      entry.instrument.runLoop(self, willCallOut: kind, name: name, info)
     }
   }
 
-  /// Tells the instruments that want activities that the loop reached `activity`. Inlined:
-  /// a pass notifies four times, and without instruments each is two atomic loads.
-  @inline(__always)
+  private func reportCallout(
+    _ kind: CalloutKind, name: String, from start: Int64, to end: Int64,
+    dueAt: ContinuousClock.Instant?
+  ) {
+    let record = CalloutRecord(
+      kind: kind, name: name, start: LoopClock.instant(ofNanoseconds: start),
+      end: LoopClock.instant(ofNanoseconds: end), dueAt: dueAt)
+    let info = passInfo()
+    for entry in local.instruments.entries where entry.interests.contains(.callouts) {
+      entry.instrument.runLoop(self, didCallOut: record, info)
+    }
+  }
+
+  /// Tells the instruments that want activities that the loop reached `activity`.
   func notify(_ activity: LoopActivity) {
     guard refreshInstruments().contains(.activities) else { return }
-    tellInstruments(activity)
-  }
-
-  @inline(never)
-  private func tellInstruments(_ activity: LoopActivity) {
     let info = passInfo()
     // Iterate a copy: an instrument may add or remove instruments while it is called.
-    let instruments = local.instrumentCache.instruments
-    for instrument in instruments where instrument.interests.contains(.activities) {
-      instrument.runLoop(self, didReach: activity, info)
+    let entries = local.instruments.entries
+    for entry in entries where entry.interests.contains(.activities) {
+      entry.instrument.runLoop(self, didReach: activity, info)
     }
   }
 
-  func reportSleep(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant) {
+  /// Tells the instruments that want sleeps about one (two ``LoopClock`` readings).
+  func reportSleep(from start: Int64, to end: Int64) {
     let info = passInfo()
-    let instruments = local.instrumentCache.instruments
-    for instrument in instruments where instrument.interests.contains(.sleeps) {
-      instrument.runLoop(self, didSleepFrom: start, to: end, info)
+    let (from, to) = (
+      LoopClock.instant(ofNanoseconds: start), LoopClock.instant(ofNanoseconds: end)
+    )
+    let entries = local.instruments.entries
+    for entry in entries where entry.interests.contains(.sleeps) {
+      entry.instrument.runLoop(self, didSleepFrom: from, to: to, info)
     }
   }
 
@@ -96,21 +162,20 @@ extension EventRunLoop {
   }
 
   /// Brings the loop thread's instrument list up to date and returns what the instruments
-  /// want together: two atomic loads when nothing changed (inlined), a rebuild otherwise.
-  @inline(__always)
+  /// want together: two atomic loads when nothing changed, a rebuild otherwise.
   func refreshInstruments() -> InstrumentInterests {
     let localVersion = instrumentsVersion.load(ordering: .acquiring)
     let processVersion = processInstrumentsVersion.load(ordering: .acquiring)
-    if localVersion != local.instrumentCache.localVersion
-      || processVersion != local.instrumentCache.processVersion
+    if localVersion != local.instruments.localVersion
+      || processVersion != local.instruments.processVersion
     {
       rebuildInstrumentCache(localVersion: localVersion, processVersion: processVersion)
     }
-    return local.instrumentCache.interests
+    return local.instruments.interests
   }
 
-  @inline(never)
   private func rebuildInstrumentCache(localVersion: UInt64, processVersion: UInt64) {
+    assertOnLoopThread()
     let own = state.withLock { $0.instruments }
     let everyLoop = processInstruments.withLock { $0 }
     // An instrument attached both to this loop and to every loop hears each event once.
@@ -122,8 +187,39 @@ extension EventRunLoop {
     all = all.enumerated().sorted {
       ($0.element.notificationOrder, $0.offset) < ($1.element.notificationOrder, $1.offset)
     }.map(\.element)
-    local.instrumentCache = InstrumentCache(
-      localVersion: localVersion, processVersion: processVersion, instruments: all,
-      interests: all.reduce(into: []) { $0.formUnion($1.interests) })
+    let entries = all.map { InstrumentCache.Entry(instrument: $0, interests: $0.interests) }
+    local.instruments = InstrumentCache(
+      localVersion: localVersion, processVersion: processVersion, entries: entries,
+      interests: entries.reduce(into: []) { $0.formUnion($1.interests) })
   }
+}
+
+/// The loop thread's copy of its instruments (its own and the process's), refreshed when
+/// either list changes, so that notifying costs two atomic loads when nothing changed. Each
+/// instrument's ``RunLoopInstrument/interests`` are read once, here.
+struct InstrumentCache {
+  struct Entry {
+    let instrument: any RunLoopInstrument
+    let interests: InstrumentInterests
+  }
+
+  var localVersion: UInt64 = .max
+  var processVersion: UInt64 = .max
+  var entries: [Entry] = []
+  var interests: InstrumentInterests = []
+}
+
+let processInstruments = GuardedState<[any RunLoopInstrument]>([])
+let processInstrumentsVersion = Atomic<UInt64>(0)
+// How many instruments anywhere want call-outs; while 0, signals record no time stamps.
+let calloutInstrumentCount = Atomic<Int>(0)
+
+func noteInstrumentAdded(_ instrument: any RunLoopInstrument) {
+  guard instrument.interests.contains(.callouts) else { return }
+  calloutInstrumentCount.wrappingAdd(1, ordering: .relaxed)
+}
+
+func noteInstrumentRemoved(_ instrument: any RunLoopInstrument) {
+  guard instrument.interests.contains(.callouts) else { return }
+  calloutInstrumentCount.wrappingSubtract(1, ordering: .relaxed)
 }

@@ -1,9 +1,8 @@
 /// Perform requests: closures run on a loop's thread, the guide's
 /// `performSelector:onThread:withObject:waitUntilDone:modes:`.
 extension EventRunLoop {
-  // The default modes of a perform request, made once: an array literal as the default
-  // argument allocated a new array on every call (runloop-bench counted 2 allocations per
-  // `perform {}`, now 1).
+  // The default modes of a perform request, made once: an array literal as a default
+  // argument is a new array (an allocation) on every call.
   @usableFromInline static let commonModesOnly: [LoopMode] = [.common]
   /// The default name of a perform request.
   @usableFromInline static let defaultPerformName = "perform"
@@ -31,9 +30,7 @@ extension EventRunLoop {
   }
 
   /// ``perform(inModes:name:_:)`` with its defaults: `body` runs in the loop's common modes,
-  /// named "perform" in traces. The same request, without the default arguments: a call
-  /// with defaults makes the caller fetch and retain the shared default modes array (and
-  /// release it after), on every call.
+  /// named "perform" in traces.
   ///
   /// ```swift
   /// worker.perform { print("hello from the worker") }
@@ -102,12 +99,64 @@ extension EventRunLoop {
     main.perform(inModes: modes, name: name, body)
   }
 
+  /// Queues `request` and wakes the loop; abandons it when the loop's thread has exited.
+  /// Every perform request comes through here.
   func enqueue(_ request: PerformRequest) {
     let accepted = state.withLock { state -> Bool in
       guard !state.threadExited else { return false }
       state.performQueue.append(request)
       return true
     }
-    if accepted { wakeUpAfterPublishing() } else { request.abandon() }
+    // No fence before the wake-up, unlike `wakeUp()`: the queue's count was published with a
+    // sequentially consistent store, which already orders it before the wake state's read.
+    if accepted { wakeState.request() } else { request.abandon() }
+  }
+
+  /// Runs every perform request for `mode` queued before this call, in FIFO order (steps 3,
+  /// 4 and 9). Takes the lock only when something is queued.
+  func runPerformRequests(mode: LoopMode) {
+    guard published.performCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
+    var batch = takePerformBatch(mode: mode, isCommon: self[passIn: mode].isCommon)
+    while let request = batch.popFirst() {
+      request.runIfPending(on: self)
+    }
+  }
+
+  /// Takes the queued requests that may run in `mode` out of the queue, in order, and drops
+  /// the cancelled requests of other modes.
+  private func takePerformBatch(mode: LoopMode, isCommon: Bool) -> RequestList {
+    var batch = RequestList()
+    var dropped = RequestList()
+    state.withLock { state in
+      if state.performQueue.allSatisfy({ $0.matches(mode, modeIsCommon: isCommon) }) {
+        swap(&batch, &state.performQueue)
+        return
+      }
+      var kept = RequestList()
+      while let request = state.performQueue.popFirst() {
+        if request.matches(mode, modeIsCommon: isCommon) {
+          batch.append(request)
+        } else if request.state == .pending {
+          kept.append(request)
+        } else {
+          // A cancelled request of another mode is dropped here: kept until a run of its
+          // modes, it would stay for good on a loop that never runs them.
+          dropped.append(request)
+        }
+      }
+      state.performQueue = kept
+    }
+    dropped.removeAll()
+    return batch
+  }
+
+  /// Whether a pending request waits for `mode`.
+  func hasPerformRequests(for mode: LoopMode, isCommon: Bool) -> Bool {
+    guard published.performCount.load(ordering: .sequentiallyConsistent) > 0 else { return false }
+    return state.withLock { state in
+      state.performQueue.contains {
+        $0.state == .pending && $0.matches(mode, modeIsCommon: isCommon)
+      }
+    }
   }
 }

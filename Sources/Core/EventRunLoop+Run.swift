@@ -95,14 +95,14 @@ extension EventRunLoop {
     let plan: RunPlan
     if let timeout, timeout <= .zero {
       plan = RunPlan(
-        deadline: nil, pollOnly: true, returnAfterSourceHandled: returnAfterSourceHandled)
+        deadline: nil, neverBlocks: true, returnAfterSourceHandled: returnAfterSourceHandled)
     } else if let timeout, timeout < .seconds(Self.foreverSeconds) {
       plan = RunPlan(
-        deadline: .now + timeout, pollOnly: false,
+        deadline: LoopClock.nanoseconds(of: .now + timeout), neverBlocks: false,
         returnAfterSourceHandled: returnAfterSourceHandled)
     } else {
       plan = RunPlan(
-        deadline: nil, pollOnly: false, returnAfterSourceHandled: returnAfterSourceHandled)
+        deadline: nil, neverBlocks: false, returnAfterSourceHandled: returnAfterSourceHandled)
     }
     return runSpecific(mode: mode, plan: plan)
   }
@@ -130,12 +130,17 @@ extension EventRunLoop {
 
   /// One run in one mode: steps 1 and 10 of the sequence of events around the passes.
   func runSpecific(mode: LoopMode, plan: RunPlan) -> RunResult {
+    assertOnLoopThread()
     if isMain { installMainQueueWatchIfNeeded() }
-    // An empty mode returns before any observer hears anything, as CFRunLoop does.
-    if modeIsEmpty(mode) { return .finished }
     let depth = state.withLock { state -> Int in
       state.frames.append(RunFrame(mode: mode))
+      if state.frames.count == 1 { local.passSnapshot.unpark(from: &state) }
       return state.frames.count
+    }
+    // An empty mode returns before any observer hears anything, as CFRunLoop does.
+    if modeIsEmpty(mode) {
+      endFrame()
+      return .finished
     }
     local.modes.append(mode)
     local.runsStarted &+= 1
@@ -143,55 +148,36 @@ extension EventRunLoop {
     let result = runPasses(mode: mode, depth: depth, plan: plan)
     notify(.exit)  // Step 10
     local.modes.removeLast()
-    state.withLock { _ = $0.frames.popLast() }
-    // A loop that is not running keeps no snapshot: the sources and providers in it would
-    // outlive their removal for as long as the thread does not run the loop again.
-    if local.modes.isEmpty { local.passCache = PassCache() }
+    endFrame()
     return result
   }
 
-  /// Whether a run in `mode` would have nothing to wait for: no sources, no descriptors, no
-  /// provider items, no perform requests for it. Every pass asks (step 9), and a mode with a
-  /// source or a descriptor answers at once: that check is inlined.
-  @inline(__always)
-  func modeIsEmpty(_ mode: LoopMode) -> Bool {
-    refreshPassCache(for: mode)
-    if !local.passCache.sources.isEmpty || local.passCache.hasWatches { return false }
-    return hasNoRequestsOrProviderItems(mode)
+  /// Takes the innermost run's frame off; the outermost run parks the pass snapshot.
+  private func endFrame() {
+    state.withLock { state in
+      _ = state.frames.popLast()
+      if state.frames.isEmpty { local.passSnapshot.park(in: &state) }
+    }
   }
 
-  /// The rest of `modeIsEmpty`, for a mode without sources or descriptors: whether no perform
-  /// request waits for it and no provider has items in it.
-  @inline(never)
-  private func hasNoRequestsOrProviderItems(_ mode: LoopMode) -> Bool {
-    let isCommon = local.passCache.isCommon
-    if published.performCount.load(ordering: .sequentiallyConsistent) > 0 {
-      let queued = state.withLock { state in
-        state.performQueue.contains {
-          $0.state == .pending && $0.matches(mode, modeIsCommon: isCommon)
-        }
-      }
-      if queued { return false }
+  /// Whether a run in `mode` would have nothing to wait for: no sources, no descriptors, no
+  /// deadline-source items, no perform requests for it.
+  func modeIsEmpty(_ mode: LoopMode) -> Bool {
+    if !self[passIn: mode].sources.isEmpty || self[passIn: mode].hasWatches { return false }
+    let isCommon = self[passIn: mode].isCommon
+    if hasPerformRequests(for: mode, isCommon: isCommon) { return false }
+    return !self[passIn: mode].deadlineSources.contains {
+      $0.hasItems(in: mode, isCommon: isCommon)
     }
-    let providers = local.passCache.providers
-    return !providers.contains { $0.hasItems(in: mode, of: self) }
   }
 }
 
 /// How one run should go.
 struct RunPlan {
-  /// When the run times out, on CLOCK_BOOTTIME in nanoseconds (as `ClockReference` gives
-  /// them); `nil` for never (or for a poll-only run). Not a `ContinuousClock.Instant`: that
-  /// type's layout is hidden from this module, so a plan holding one would be copied and
-  /// compared through witnesses, several times a pass.
-  let deadlineNanoseconds: Int64?
-  /// A zero timeout: one pass, no sleep.
-  let pollOnly: Bool
+  /// When the run times out, a ``LoopClock`` reading; `nil` for never (or for a run that
+  /// never blocks).
+  let deadline: Int64?
+  /// A zero timeout: one pass that takes the events that are there and never blocks.
+  let neverBlocks: Bool
   let returnAfterSourceHandled: Bool
-
-  init(deadline: ContinuousClock.Instant?, pollOnly: Bool, returnAfterSourceHandled: Bool) {
-    self.deadlineNanoseconds = deadline.map(ClockReference.nanoseconds(of:))
-    self.pollOnly = pollOnly
-    self.returnAfterSourceHandled = returnAfterSourceHandled
-  }
 }

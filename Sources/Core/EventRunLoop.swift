@@ -48,19 +48,17 @@ public final class EventRunLoop: @unchecked Sendable {
   let state: GuardedState<LoopState>
   // What the state's lock publishes for the loop thread to read without taking it.
   let published: PublishedState
-  // Where the wake-up protocol is (`WakeState`): whether a wakeUp() wrote to the eventfd
-  // and the loop has not seen the event yet, or the loop is polling and wakeUp() marks it.
-  let wakeState = Atomic<UInt8>(WakeState.awake)
+  // The wake-up protocol: whether a wake-up is outstanding, or the loop is polling.
+  let wakeState: WakeState
   // Changes whenever the loop's own instruments change.
   let instrumentsVersion = Atomic<UInt64>(0)
   // The longest a sleep may poll before blocking, in nanoseconds (see `spinLimit`).
-  let spinLimitStorage = Atomic<Int64>(defaultSpinLimitNanoseconds.load(ordering: .relaxed))
-  let spinCounters = SpinCounters()
-  // Loop thread only.
-  //
-  // Not checked for exclusive access at run time: only the loop's thread touches it, and a
-  // pass reads and writes it dozens of times (each check is a runtime call and a
-  // thread-local look-up).
+  let pollingLimit = Atomic<Int64>(defaultPollingLimit.load(ordering: .relaxed))
+  let pollingCounters = PollingCounters()
+  // Loop thread only (see `assertOnLoopThread()`). Exempt from the run-time exclusivity
+  // check: only one thread touches it, and a pass reads and writes it dozens of times; the
+  // check is a runtime call per access (figures in Docs/Performance.md, "What the
+  // annotations buy").
   @exclusivity(unchecked) var local = LoopThreadState()
 
   init(threadID: pid_t, isMain: Bool) throws(RunLoopError) {
@@ -70,8 +68,10 @@ public final class EventRunLoop: @unchecked Sendable {
     let published = PublishedState()
     self.published = published
     self.state = GuardedState(LoopState(published: published))
-    self.poller = try Poller()
-    _ = spinSlotsResetInForkedChild
+    let poller = try Poller()
+    self.poller = poller
+    self.wakeState = WakeState(eventDescriptor: poller.wakeDescriptor)
+    _ = pollingSlotsResetInForkedChild
   }
 
   /// The calling thread's run loop, created on first use.
@@ -171,8 +171,6 @@ public final class EventRunLoop: @unchecked Sendable {
     guard mode != .common else { return }
     let joining: [CustomInputSource]? = state.withLock { state in
       guard state.commonModes.insert(mode).inserted else { return nil }
-      state.sources.commonModesDidChange()
-      state.watches.commonModesDidChange()
       return state.sources.items(in: .common).filter { !state.sources.contains($0, in: mode) }
     }
     guard let joining else { return }
@@ -188,37 +186,16 @@ public final class EventRunLoop: @unchecked Sendable {
   /// loop.wakeUp()
   /// ```
   public func wakeUp() {
-    // Orders the caller's earlier writes (a signal, a queued request) before the read of the
-    // flag; pairs with the loop's sequentially consistent clear.
+    // Orders the caller's earlier writes (a signal, a queued request) before the wake
+    // state is read (see `WakeState`).
     atomicMemoryFence(ordering: .sequentiallyConsistent)
-    wakeUpAfterPublishing()
+    wakeState.request()
   }
 
-  /// `wakeUp()` for a caller whose change was published with a sequentially consistent
-  /// store (the perform count): in the single total order of such operations that store
-  /// comes before this load of the flag, and the loop's clearing of the flag before its load
-  /// of the count, so one of the two sees the other's write. The fence `wakeUp()` needs to
-  /// order plain writes is left out.
-  ///
-  /// While the loop polls before sleeping, the state says so, and a wake-up marks it instead
-  /// of writing to the eventfd: the poll sees the mark, and the waker saves a system call.
-  func wakeUpAfterPublishing() {
-    var current = wakeState.load(ordering: .sequentiallyConsistent)
-    while true {
-      let next: UInt8
-      switch current {
-      case WakeState.awake: next = WakeState.written
-      case WakeState.polling: next = WakeState.marked
-      default: return  // written or marked: the loop will see that wake-up, and this one
-      }
-      let (exchanged, original) = wakeState.compareExchange(
-        expected: current, desired: next, ordering: .sequentiallyConsistent)
-      if exchanged {
-        if next == WakeState.written { poller.wake() }
-        return
-      }
-      current = original
-    }
+  /// Checks, in debug builds, that the caller runs on the loop's own thread: the entry
+  /// points of the loop-thread-only paths call it (as SwiftNIO's `assertInEventLoop`).
+  func assertOnLoopThread(file: StaticString = #fileID, line: UInt = #line) {
+    assert(isCurrent, "\(self) used off its thread", file: file, line: line)
   }
 
   /// Ends the innermost active run, which returns ``RunResult/stopped``. Safe from any
@@ -238,112 +215,15 @@ public final class EventRunLoop: @unchecked Sendable {
     if stopped { wakeUp() }
   }
 
-  /// Attaches an instrument to this loop. Safe from any thread; it hears from the next
-  /// activity on.
-  ///
-  /// ```swift
-  /// loop.addInstrument(recorder)
-  /// ```
-  public func addInstrument(_ instrument: any RunLoopInstrument) {
-    state.withLock { $0.instruments.append(instrument) }
-    noteInstrumentAdded(instrument)
-    instrumentsVersion.wrappingAdd(1, ordering: .releasing)
-  }
-
-  /// Detaches an instrument from this loop. Safe from any thread.
-  ///
-  /// ```swift
-  /// loop.removeInstrument(recorder)
-  /// ```
-  public func removeInstrument(_ instrument: any RunLoopInstrument) {
-    let removed = state.withLock { state -> Bool in
-      guard let index = state.instruments.firstIndex(where: { $0 === instrument }) else {
-        return false
-      }
-      state.instruments.remove(at: index)
-      return true
-    }
-    if removed {
-      noteInstrumentRemoved(instrument)
-      instrumentsVersion.wrappingAdd(1, ordering: .releasing)
-    }
-  }
-
-  /// Attaches an instrument to every loop of the process, present and future.
-  ///
-  /// ```swift
-  /// EventRunLoop.addProcessInstrument(tracer)
-  /// ```
-  public static func addProcessInstrument(_ instrument: any RunLoopInstrument) {
-    processInstruments.withLock { $0.append(instrument) }
-    noteInstrumentAdded(instrument)
-    processInstrumentsVersion.wrappingAdd(1, ordering: .releasing)
-  }
-
-  /// Detaches a process-wide instrument.
-  ///
-  /// ```swift
-  /// EventRunLoop.removeProcessInstrument(tracer)
-  /// ```
-  public static func removeProcessInstrument(_ instrument: any RunLoopInstrument) {
-    let removed = processInstruments.withLock { list -> Bool in
-      guard let index = list.firstIndex(where: { $0 === instrument }) else { return false }
-      list.remove(at: index)
-      return true
-    }
-    if removed {
-      noteInstrumentRemoved(instrument)
-      processInstrumentsVersion.wrappingAdd(1, ordering: .releasing)
-    }
-  }
-
-  /// Plugs a deadline provider (the Timers module's timer table) into this loop. Safe from
-  /// any thread; adding the same provider twice does nothing.
-  ///
-  /// ```swift
-  /// loop.addDeadlineProvider(timerTable)
-  /// ```
-  public func addDeadlineProvider(_ provider: any LoopDeadlineProvider) {
-    let added = state.withLock { state -> Bool in
-      guard !state.providers.contains(where: { $0 === provider }) else { return false }
-      state.providers.append(provider)
-      return true
-    }
-    // The loop's own thread is not asleep, and it asks every provider for its deadline
-    // before it next sleeps: a wake-up from here would only cost an empty pass.
-    if added && !isCurrent { wakeUp() }
-  }
-
-  /// Unplugs a deadline provider. Safe from any thread.
-  ///
-  /// ```swift
-  /// loop.removeDeadlineProvider(timerTable)
-  /// ```
-  public func removeDeadlineProvider(_ provider: any LoopDeadlineProvider) {
-    let running = state.withLock { state -> Bool in
-      state.providers.removeAll { $0 === provider }
-      return !state.frames.isEmpty
-    }
-    // A sleeping loop holds its providers in its pass snapshot: wake it to let go of this one.
-    if running && !isCurrent { wakeUp() }
-  }
-
-  /// The deadline providers plugged into this loop.
-  ///
-  /// ```swift
-  /// let plugged = loop.deadlineProviders.contains { $0 === timerTable }
-  /// ```
-  public var deadlineProviders: [any LoopDeadlineProvider] { state.withLock { $0.providers } }
-
   /// Called by the thread-exit destructor, on the exiting thread: nothing queued can run any
   /// more, and every item leaves the loop (sources get their `cancel` call-outs), as
   /// CFRunLoop does when a thread's loop is finalised. This also breaks the usual cycle of a
   /// source whose closure captures its loop, so the loop and its descriptors are released.
   func threadDidExit() {
-    // Everything is taken out under the lock and released after it: freeing a provider frees
+    // Everything is taken out under the lock and released after it: freeing a deadline source frees
     // its timers, and freeing a source, watch or instrument frees what its closures captured,
     // whose deinits may use this loop.
-    var providers: [any LoopDeadlineProvider] = []
+    var deadlineSources: [any DeadlineSource] = []
     var instruments: [any RunLoopInstrument] = []
     var watches: [DescriptorWatch] = []
     var abandoned = RequestList()
@@ -364,12 +244,12 @@ public final class EventRunLoop: @unchecked Sendable {
         for mode in state.watches.modes(of: watch) { state.watches.remove(watch, from: mode) }
         unregister(watch, state: &state)
       }
-      swap(&providers, &state.providers)
+      swap(&deadlineSources, &state.deadlineSources)
       swap(&instruments, &state.instruments)
     }
     instrumentsVersion.wrappingAdd(1, ordering: .releasing)
-    local.instrumentCache = InstrumentCache()
-    local.passCache = PassCache()
+    local.instruments = InstrumentCache()
+    dropPassSnapshot()
     while let request = abandoned.popFirst() { request.abandon() }
     for (source, mode) in sources { source.cancelHandler?(self, mode) }
     for instrument in instruments { noteInstrumentRemoved(instrument) }
@@ -378,7 +258,7 @@ public final class EventRunLoop: @unchecked Sendable {
     for instrument in everyLoop where !instruments.contains(where: { $0 === instrument }) {
       instrument.runLoopThreadDidExit(self)
     }
-    providers.removeAll()
+    deadlineSources.removeAll()
     instruments.removeAll()
     watches.removeAll()
   }
@@ -408,100 +288,6 @@ extension EventRunLoop: Hashable, CustomStringConvertible {
   public var description: String { "EventRunLoop(id: \(id), thread: \(threadID))" }
 }
 
-/// The state every thread may touch, guarded by `EventRunLoop.state`.
-struct LoopState {
-  // Each change to what a pass reads (modes, sources, watches, providers, held descriptors)
-  // moves `published.structure` on, so the loop thread can keep its snapshot of those
-  // (`PassCache`) for as long as the number has not moved, without taking this lock.
-  // Observers without `oldValue` mutate in place: no copy of the tables.
-  let published: PublishedState
-  var commonModes: Set<LoopMode> = [.default] { didSet { published.structureDidChange() } }
-  var sources = LoopModeTable<CustomInputSource>() { didSet { published.structureDidChange() } }
-  var watches = LoopModeTable<DescriptorWatch>() { didSet { published.structureDidChange() } }
-  var watchesByToken: [UInt64: DescriptorWatch] = [:]
-  var watchedDescriptors: Set<Int32> = []
-  // Watches that became ready while the loop ran a mode they are not in; their epoll
-  // interest is off until a run in one of their modes turns it back on.
-  var heldTokens: Set<UInt64> = [] { didSet { published.structureDidChange() } }
-  var performQueue = RequestList() {
-    didSet { published.performCount.store(performQueue.count, ordering: .sequentiallyConsistent) }
-  }
-  var frames: [RunFrame] = [] {
-    didSet {
-      let pending = frames.contains { $0.stopRequested }
-      published.stopPending.store(pending, ordering: .sequentiallyConsistent)
-    }
-  }
-  var providers: [any LoopDeadlineProvider] = [] { didSet { published.structureDidChange() } }
-  var instruments: [any RunLoopInstrument] = []
-  var threadExited = false
-  var mainQueueWatchInstalled = false
-
-  init(published: PublishedState) {
-    self.published = published
-  }
-}
-
-/// Facts about `LoopState` that its lock publishes as atomics, so that a pass with nothing
-/// new to do takes no lock: the loop thread reads these, and takes the lock only when one
-/// says there is something to look at. Every store happens under the state's lock, and
-/// every access is sequentially consistent: together with the fence in `wakeUp()`, a change
-/// made before a wake-up is either seen by the pass after it or wakes the loop again.
-final class PublishedState: Sendable {
-  /// Moves on with every change to the modes, sources, watches, providers or held set.
-  let structure = Atomic<UInt64>(0)
-  /// How many perform requests are queued.
-  let performCount = Atomic<Int>(0)
-  /// Whether some active run has a stop request it has not seen yet.
-  let stopPending = Atomic<Bool>(false)
-
-  func structureDidChange() {
-    structure.wrappingAdd(1, ordering: .sequentiallyConsistent)
-  }
-}
-
-/// One active run of the loop.
-struct RunFrame {
-  let mode: LoopMode
-  var stopRequested = false
-}
-
-/// What only the loop's own thread touches.
-struct LoopThreadState {
-  var iteration: UInt64 = 0
-  // Counts runs started on this loop, so a pass can tell that a call-out ran a nested run.
-  var runsStarted: UInt64 = 0
-  var modes: [LoopMode] = []
-  var instrumentCache = InstrumentCache()
-  var passCache = PassCache()
-  // How long the next sleep may poll before it blocks (see `blockingWait(into:)`).
-  var spin = SpinWindow()
-}
-
-/// The loop thread's snapshot of what a pass in one mode reads from `LoopState`, valid while
-/// `PublishedState.structure` still equals `structure`.
-struct PassCache {
-  var structure: UInt64 = .max
-  var mode: LoopMode?
-  var isCommon = false
-  /// The custom sources of the mode, in call-out order.
-  var sources: [CustomInputSource] = []
-  /// Whether the mode has descriptor watches.
-  var hasWatches = false
-  /// Whether some watch is held out of the epoll set.
-  var hasHeld = false
-  var providers: [any LoopDeadlineProvider] = []
-}
-
-/// The loop thread's copy of its instruments (its own and the process's), refreshed when
-/// either list changes, so that notifying costs two atomic loads when nothing changed.
-struct InstrumentCache {
-  var localVersion: UInt64 = .max
-  var processVersion: UInt64 = .max
-  var instruments: [any RunLoopInstrument] = []
-  var interests: InstrumentInterests = []
-}
-
 // The thread-local slot holding each thread's loop; the destructor runs at thread exit.
 private let currentLoopKey: pthread_key_t = {
   var key = pthread_key_t()
@@ -516,17 +302,5 @@ private let currentLoopKey: pthread_key_t = {
 
 private let mainLoopInstance = EventRunLoop.makeOrStop(threadID: getpid(), isMain: true)
 
-let processInstruments = GuardedState<[any RunLoopInstrument]>([])
-let processInstrumentsVersion = Atomic<UInt64>(0)
-// How many instruments anywhere want call-outs; while 0, signals record no time stamps.
-let calloutInstrumentCount = Atomic<Int>(0)
-
-private func noteInstrumentAdded(_ instrument: any RunLoopInstrument) {
-  guard instrument.interests.contains(.callouts) else { return }
-  calloutInstrumentCount.wrappingAdd(1, ordering: .relaxed)
-}
-
-private func noteInstrumentRemoved(_ instrument: any RunLoopInstrument) {
-  guard instrument.interests.contains(.callouts) else { return }
-  calloutInstrumentCount.wrappingSubtract(1, ordering: .relaxed)
-}
+// Numbers loops in the order they are made, for traces.
+private let loopIdentityCounter = Atomic<UInt64>(0)

@@ -19,9 +19,9 @@ import Glibc
 /// then call.
 public final class GuardedState<Value>: @unchecked Sendable {
   private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-  // Guarded by `mutex`. Not checked for exclusive access at run time: the mutex already
-  // makes every access exclusive, and the check (a runtime call and a thread-local look-up
-  // per `withLock`) was a visible part of a loop pass.
+  // Guarded by `mutex`. Exempt from the run-time exclusivity check: the mutex already makes
+  // every access exclusive, and the check is a runtime call per `withLock` (figures in
+  // Docs/Performance.md, "What the annotations buy").
   @exclusivity(unchecked) private var value: Value
 
   /// Creates the guard around an initial value.

@@ -6,7 +6,7 @@
 ///   let order = 0
 /// }
 /// ```
-public protocol ModeScheduledItem: AnyObject, Sendable {
+package protocol ModeScheduledItem: AnyObject, Sendable {
   /// Lower orders run first; equal orders run in the order the items were added.
   var order: Int { get }
 }
@@ -24,7 +24,7 @@ public protocol ModeScheduledItem: AnyObject, Sendable {
 /// table.insert(item, in: .common)
 /// let running = table.resolved(for: .default, commonModes: [.default])  // [item]
 /// ```
-public struct LoopModeTable<Item: ModeScheduledItem> {
+package struct LoopModeTable<Item: ModeScheduledItem> {
   private struct Entry {
     let item: Item
     let stamp: UInt64
@@ -39,7 +39,7 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// ```swift
   /// var sources = LoopModeTable<CustomInputSource>()
   /// ```
-  public init() {}
+  package init() {}
 
   /// The modes (possibly including ``LoopMode/common``) that hold at least one item.
   ///
@@ -47,14 +47,14 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// table.insert(item, in: .common)
   /// table.modes  // [.common]
   /// ```
-  public var modes: [LoopMode] { Array(byMode.keys) }
+  package var modes: [LoopMode] { Array(byMode.keys) }
 
   /// Whether no item is in any mode.
   ///
   /// ```swift
   /// LoopModeTable<CustomInputSource>().isEmpty  // true
   /// ```
-  public var isEmpty: Bool { byMode.isEmpty }
+  package var isEmpty: Bool { byMode.isEmpty }
 
   /// Adds `item` to `mode` (which may be ``LoopMode/common``); returns `false` when it was
   /// already there.
@@ -64,7 +64,7 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// table.insert(item, in: .default)  // false: already there
   /// ```
   @discardableResult
-  public mutating func insert(_ item: Item, in mode: LoopMode) -> Bool {
+  package mutating func insert(_ item: Item, in mode: LoopMode) -> Bool {
     var entries = byMode[mode, default: []]
     if entries.contains(where: { $0.item === item }) { return false }
     nextStamp &+= 1
@@ -83,7 +83,7 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// table.remove(item, from: .default)  // false when it was not there
   /// ```
   @discardableResult
-  public mutating func remove(_ item: Item, from mode: LoopMode) -> Bool {
+  package mutating func remove(_ item: Item, from mode: LoopMode) -> Bool {
     guard var entries = byMode[mode], let index = entries.firstIndex(where: { $0.item === item })
     else {
       return false
@@ -100,7 +100,7 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// table.insert(item, in: .common)
   /// table.contains(item, in: .default)  // false: it is there only through .common
   /// ```
-  public func contains(_ item: Item, in mode: LoopMode) -> Bool {
+  package func contains(_ item: Item, in mode: LoopMode) -> Bool {
     byMode[mode]?.contains { $0.item === item } ?? false
   }
 
@@ -109,7 +109,7 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// ```swift
   /// table.modes(of: item)  // [.default, .common], in no particular order
   /// ```
-  public func modes(of item: Item) -> [LoopMode] {
+  package func modes(of item: Item) -> [LoopMode] {
     byMode.compactMap { mode, entries in entries.contains { $0.item === item } ? mode : nil }
   }
 
@@ -119,7 +119,7 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// ```swift
   /// let commonItems = table.items(in: .common)
   /// ```
-  public func items(in mode: LoopMode) -> [Item] {
+  package func items(in mode: LoopMode) -> [Item] {
     byMode[mode]?.map(\.item) ?? []
   }
 
@@ -130,8 +130,20 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// ```swift
   /// for item in table.resolved(for: .default, commonModes: [.default]) { run(item) }
   /// ```
-  public mutating func resolved(for mode: LoopMode, commonModes: Set<LoopMode>) -> [Item] {
+  package mutating func resolved(for mode: LoopMode, commonModes: Set<LoopMode>) -> [Item] {
     if let cached = resolvedCache[mode] { return cached }
+    let result = items(for: mode, commonModes: commonModes)
+    resolvedCache[mode] = result
+    return result
+  }
+
+  /// The items that take part in a run in `mode`, as ``resolved(for:commonModes:)`` gives
+  /// them, worked out afresh: a read that leaves the table (and its cache) as it is.
+  ///
+  /// ```swift
+  /// let running = table.items(for: .default, commonModes: [.default])
+  /// ```
+  package func items(for mode: LoopMode, commonModes: Set<LoopMode>) -> [Item] {
     var entries = byMode[mode] ?? []
     if commonModes.contains(mode), let common = byMode[.common] {
       for entry in common where !entries.contains(where: { $0.item === entry.item }) {
@@ -139,9 +151,7 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
       }
       entries.sort { ($0.item.order, $0.stamp) < ($1.item.order, $1.stamp) }
     }
-    let result = entries.map(\.item)
-    resolvedCache[mode] = result
-    return result
+    return entries.map(\.item)
   }
 
   /// Whether a run in `mode` would see any item.
@@ -149,7 +159,7 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// ```swift
   /// if !table.hasItems(for: mode, commonModes: commonModes) { return .finished }
   /// ```
-  public func hasItems(for mode: LoopMode, commonModes: Set<LoopMode>) -> Bool {
+  package func hasItems(for mode: LoopMode, commonModes: Set<LoopMode>) -> Bool {
     if byMode[mode] != nil { return true }
     return commonModes.contains(mode) && byMode[.common] != nil
   }
@@ -160,7 +170,7 @@ public struct LoopModeTable<Item: ModeScheduledItem> {
   /// commonModes.insert("tracking")
   /// table.commonModesDidChange()
   /// ```
-  public mutating func commonModesDidChange() {
+  package mutating func commonModesDidChange() {
     resolvedCache.removeAll(keepingCapacity: true)
   }
 }

@@ -64,14 +64,14 @@ public final class PerformRequest: Sendable {
   // Touched only by the thread that moves the request out of `pending` (the loop's, to run
   // it; a canceller's or the exiting thread's, to drop it): the state's compare-and-swap
   // picks exactly one, and orders its use after everything before.
-  @exclusivity(unchecked) private nonisolated(unsafe) var body: (@Sendable () -> Void)?
-  // The default, `[.common]`: matching is then one flag, not a search of `modes` (whose
-  // comparisons of mode names go through `Equatable`'s witnesses).
+  private nonisolated(unsafe) var body: (@Sendable () -> Void)?
+  // The default, `[.common]`: matching is then one flag, not a search of `modes`.
   private let commonModesOnly: Bool
   private let stateBits = Atomic<UInt8>(State.pending.rawValue)
   private let done: DispatchSemaphore?
-  // The next request in the `RequestList` this one is in (the loop's queue or a batch); touched only by the list's owner: under the loop's lock, or on its thread.
-  @exclusivity(unchecked) nonisolated(unsafe) var next: PerformRequest?
+  // The next request in the `RequestList` this one is in (the loop's queue or a batch);
+  // touched only by the list's owner: under the loop's lock, or on its thread.
+  nonisolated(unsafe) var next: PerformRequest?
 
   init(
     name: String, modes: [LoopMode], waitable: Bool,
@@ -137,22 +137,12 @@ public final class PerformRequest: Sendable {
   /// Runs the body if still pending; the loop calls this on its thread.
   func runIfPending(on loop: EventRunLoop) {
     guard transition(from: .pending, to: .running) else { return }
-    if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
-      runTraced(on: loop)
-    } else if let body = body.take() {
-      // `take()` moves the closure out: no retain for a copy, no release for the cleared
-      // property. (Handed on to `withCallout` here, or bound in a `guard` with the
-      // transition, it was copied and released, or even boxed.)
-      body()
+    // Moved out: the request lets go of its closure as it runs it.
+    if let body = body.take() {
+      loop.callOut(.block, name: name, body)
     }
     stateBits.store(State.finished.rawValue, ordering: .releasing)
     done?.signal()
-  }
-
-  @inline(never)
-  private func runTraced(on loop: EventRunLoop) {
-    guard let body = body.take() else { return }
-    loop.withCallout(.block, name: name, dueAt: nil, body)
   }
 
   /// Marks a request that will never run because its loop is gone.
@@ -168,21 +158,11 @@ public final class PerformRequest: Sendable {
     guard let done else { return state }
     if let deadline {
       let remaining = deadline - .now
-      let nanoseconds = remaining <= .zero ? 0 : remaining.wholeNanoseconds
-      if done.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut { return nil }
+      let nanoseconds = max(0, LoopClock.nanoseconds(of: remaining).nanoseconds)
+      if done.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .timedOut { return nil }
     } else {
       done.wait()
     }
     return state
-  }
-}
-
-extension Duration {
-  /// The duration in whole nanoseconds, saturated to `Int` range.
-  var wholeNanoseconds: Int {
-    let (seconds, attoseconds) = components
-    if seconds >= Int64(Int.max / 1_000_000_000) { return Int.max }
-    if seconds <= Int64(Int.min / 1_000_000_000) { return Int.min }
-    return Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
   }
 }

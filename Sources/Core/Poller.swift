@@ -5,8 +5,9 @@ import Glibc
 /// `timerfd` for deadlines and the descriptors of version-1 sources (the role the Mach port
 /// set plays for CFRunLoop on macOS).
 ///
-/// The descriptors never change after creation, so `wake()` and the `epoll_ctl` calls are
-/// safe from any thread. `arm`, `wait` and the buffers are for the loop's thread only.
+/// The descriptors never change after creation, so the `epoll_ctl` calls are safe from any
+/// thread (and so is writing to the eventfd, which ``WakeState`` does). `arm`, `wait` and
+/// the buffers are for the loop's thread only.
 final class Poller {
   static let wakeToken: UInt64 = 0
   static let timerToken: UInt64 = 1
@@ -16,10 +17,10 @@ final class Poller {
   let wakeDescriptor: Int32
   let timerDescriptor: Int32
   // Loop thread only: the absolute deadline the timerfd is armed for (nil: disarmed).
-  @exclusivity(unchecked) private var armedDeadline: Int64?
+  private var armedDeadline: Int64?
   // Loop thread only: one event buffer per nesting depth, so a nested run never overwrites
   // the events an outer pass is still handling.
-  @exclusivity(unchecked) private var buffers: [UnsafeMutableRawPointer] = []
+  private var buffers: [UnsafeMutableRawPointer] = []
 
   init() throws(RunLoopError) {
     let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -72,29 +73,17 @@ final class Poller {
     _ = crl_epoll_ctl(epollDescriptor, EPOLL_CTL_DEL, descriptor, 0, 0)
   }
 
-  /// Makes the next (or current) wait return. Safe from any thread.
-  func wake() {
-    var one: UInt64 = 1
-    _ = withUnsafeBytes(of: &one) { write(wakeDescriptor, $0.baseAddress, 8) }
-  }
-
   func drainTimer() {
     var expirations: UInt64 = 0
     _ = withUnsafeMutableBytes(of: &expirations) { read(timerDescriptor, $0.baseAddress, 8) }
     armedDeadline = nil
   }
 
-  /// Arms the timerfd for `deadline` (absolute, CLOCK_BOOTTIME nanoseconds, at least 1 as
-  /// `ClockReference` gives them), or disarms it for `nil`; skips the system call when
-  /// nothing changes (inlined: every sleep asks, and the deadline seldom changes).
-  @inline(__always)
+  /// Arms the timerfd for `deadline` (a ``LoopClock`` reading), or disarms it for `nil`;
+  /// skips the system call when nothing changes (every sleep asks; the deadline seldom
+  /// changes).
   func arm(nanoseconds deadline: Int64?) {
     guard deadline != armedDeadline else { return }
-    rearm(nanoseconds: deadline)
-  }
-
-  @inline(never)
-  private func rearm(nanoseconds deadline: Int64?) {
     armedDeadline = deadline
     var spec = itimerspec()
     if let deadline {

@@ -1,12 +1,11 @@
 /// A first-in, first-out list of perform requests, linked through the requests themselves
 /// (`PerformRequest.next`): a loop's queue and a pass's batch.
 ///
-/// Written here rather than taken from swift-collections: a `Deque` (what the queue was)
-/// retains every element its iterator hands out, checks its storage for uniqueness on each
-/// append, and needs storage; a hop of the ping-pong bench spent a tenth of its user time on
-/// that. Linking the requests makes appending, taking the first and moving a whole list
-/// onto another constant time, with no storage and no reference counting beyond the one
-/// reference a list holds on each request.
+/// An intrusive list rather than a `Deque`: linking the requests makes appending, taking
+/// the first and moving a whole list onto another constant time, with no storage of its own
+/// (no allocation per queue growth) and no reference counting beyond the one reference a
+/// list holds on each request. The tail is `Unmanaged` (not retained: the request is held by
+/// its predecessor's link), which is the list's one unsafe construct.
 ///
 /// A request is in at most one list at a time. Whoever owns the list owns its requests'
 /// links: the loop's lock for the queue, the loop's thread for a batch.

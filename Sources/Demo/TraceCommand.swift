@@ -21,24 +21,58 @@ struct TraceCommand: ParsableCommand {
     subcommands: [Summary.self, Export.self, Timeline.self]
   )
 
-  /// Reads a trace, turning every failure into a message for people.
-  static func records(at path: String) throws -> [TraceRecord] {
+  /// Opens a trace for streaming, turning a failure into a message for people that names
+  /// the failing call's own error.
+  static func reader(at path: String) throws -> TraceLogReader {
     ForegroundSignals.restoreDefault()
-    var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-      throw DemoError("cannot read '\(path)': no such file")
-    }
-    guard !isDirectory.boolValue else {
-      throw DemoError("cannot read '\(path)': it is a directory")
-    }
-    guard FileManager.default.isReadableFile(atPath: path) else {
-      throw DemoError("cannot read '\(path)': permission denied")
-    }
     do {
-      return try TraceLog.read(contentsOf: path)
+      return try TraceLogReader(path: path)
     } catch {
-      throw DemoError("'\(path)' is not a runloop JSON log: \(error.message)")
+      throw DemoError("cannot read '\(path)': \(reason(error))")
     }
+  }
+
+  /// Reads every record of a trace into memory, skipping bad lines (the timeline needs
+  /// them all: its window and its slowest call-out are found over the whole trace).
+  static func records(at path: String) throws -> [TraceRecord] {
+    let reader = try reader(at: path)
+    var records: [TraceRecord] = []
+    try forEach(reader) { records.append($0) }
+    try finish(reader)
+    return records
+  }
+
+  /// Reads every record of `reader` into `body`.
+  static func forEach(_ reader: TraceLogReader, _ body: (TraceRecord) throws -> Void) throws {
+    while true {
+      let record: TraceRecord?
+      do {
+        record = try reader.next()
+      } catch {
+        throw DemoError("cannot read '\(reader.name)': \(reason(error))")
+      }
+      guard let record else { return }
+      try body(record)
+    }
+  }
+
+  /// After reading: an error when the file held no record (empty, or not a trace at all);
+  /// otherwise a note on standard error for the lines skipped.
+  static func finish(_ reader: TraceLogReader) throws {
+    guard reader.records > 0 else {
+      if let note = reader.badLineSummary {
+        throw DemoError("'\(reader.name)' is not a runloop JSON log: \(note)")
+      }
+      throw DemoError("'\(reader.name)' is empty: it holds no trace records")
+    }
+    if let note = reader.badLineSummary {
+      StandardStreams.error("runloop-demo: '\(reader.name)': \(note)")
+    }
+  }
+
+  /// The `errno` text of a failed call, or the error's message.
+  static func reason(_ error: RunLoopError) -> String {
+    error.systemError.map { String(cString: strerror($0)) } ?? error.message
   }
 
   /// Writes `data` to `path`, turning a failure into a message for people.
@@ -80,12 +114,24 @@ struct TraceCommand: ParsableCommand {
     }
 
     func run() throws {
-      let records = try TraceCommand.records(at: file)
-      let runs = Set(records.map(\.run))
+      let reader = try TraceCommand.reader(at: file)
+      var builder = TraceSummary.Builder()
+      // The run ids, a few of them: a damaged log could have one per line.
+      var runs = Set<String>()
+      var moreRuns = false
+      try TraceCommand.forEach(reader) { record in
+        builder.add(record)
+        if runs.count < 20 || runs.contains(record.run) {
+          runs.insert(record.run)
+        } else {
+          moreRuns = true
+        }
+      }
+      try TraceCommand.finish(reader)
+      let names = runs.sorted().joined(separator: ", ") + (moreRuns ? " and more" : "")
       StandardStreams.out(
-        "\(records.count) records, run id\(runs.count == 1 ? "" : "s") \(runs.sorted().joined(separator: ", "))"
-      )
-      StandardStreams.write(1, TraceSummary(records: records, top: top).text)
+        "\(reader.records) records, run id\(runs.count == 1 ? "" : "s") \(names)")
+      StandardStreams.write(1, builder.summary(top: top).text)
     }
   }
 
@@ -101,15 +147,22 @@ struct TraceCommand: ParsableCommand {
     var chrome: String
 
     func run() throws {
-      let records = try TraceCommand.records(at: file)
-      let data: Data
+      let reader = try TraceCommand.reader(at: file)
+      let events: Int
       do {
-        data = try ChromeTrace.json(from: records)
+        events = try ChromeTrace.write(from: reader, toFileAt: chrome)
       } catch {
-        throw DemoError("cannot build the Chrome trace: \(error.message)")
+        let failedCall = error.message.hasPrefix("read(") ? "read '\(file)'" : "write '\(chrome)'"
+        throw DemoError("cannot \(failedCall): \(TraceCommand.reason(error))")
       }
-      try TraceCommand.write(data, to: chrome)
-      StandardStreams.out("wrote \(chrome): \(records.count) records as Chrome trace events")
+      do {
+        try TraceCommand.finish(reader)
+      } catch {
+        unlink(chrome)
+        throw error
+      }
+      StandardStreams.out(
+        "wrote \(chrome): \(reader.records) records as \(events) Chrome trace events")
     }
   }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import RunLoopCore
 
 /// Converts a trace into Chrome Trace Event JSON, which Perfetto (ui.perfetto.dev) and
@@ -24,87 +25,67 @@ public enum ChromeTrace {
   /// let events = ChromeTrace.events(from: records)
   /// ```
   public static func events(from records: [TraceRecord]) -> [[String: any Sendable]] {
+    var converter = _ChromeEventConverter()
     var events: [[String: any Sendable]] = []
-    var named = Set<Int32>()
-    var open: [Int32: [TraceRecord]] = [:]
-    var lastTimestamp: [Int32: Int64] = [:]
-    for record in records {
-      let pid = Int(record.pid)
-      let tid = Int(record.tid)
-      if named.insert(record.tid).inserted {
-        events.append([
-          "ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-          "args": ["name": "\(record.thread) (loop \(record.loop))"] as [String: any Sendable],
-        ])
-      }
-      lastTimestamp[record.tid] = max(lastTimestamp[record.tid] ?? 0, record.endTimestamp)
-      let base: [String: any Sendable] = [
-        "pid": pid, "tid": tid, "ts": microseconds(record.timestamp),
-      ]
-      var args: [String: any Sendable] = [
-        "loop": Int(clamping: record.loop), "mode": record.mode,
-        "iteration": Int(clamping: record.iteration),
-        "depth": record.depth, "seq": Int(clamping: record.seq),
-      ]
-      switch record.record {
-      case .activity where record.activity == "entry":
-        open[record.tid, default: []].append(record)
-        events.append(
-          base.merging(["ph": "B", "name": "run \(record.mode)", "cat": "run", "args": args]) {
-            $1
-          })
-      case .activity where record.activity == "exit":
-        guard open[record.tid]?.popLast() != nil else { continue }
-        events.append(base.merging(["ph": "E", "cat": "run", "args": args]) { $1 })
-      case .activity:
-        events.append(
-          base.merging([
-            "ph": "i", "s": "t", "name": record.activity ?? "activity", "cat": "activity",
-            "args": args,
-          ]) { $1 })
-      case .callout:
-        if let lateness = record.lateness { args["lateness_us"] = microseconds(lateness) }
-        events.append(
-          base.merging([
-            "ph": "X", "name": "\(record.calloutKind ?? "callout"): \(record.calloutName ?? "")",
-            "cat": "callout", "dur": microseconds(record.duration ?? 0), "args": args,
-          ]) { $1 })
-      case .sleep:
-        events.append(
-          base.merging([
-            "ph": "X", "name": "sleep", "cat": "sleep",
-            "dur": microseconds(record.duration ?? 0), "args": args,
-          ]) { $1 })
-      case .stall:
-        // At the moment the watchdog saw it, naming the call-out the loop was in.
-        if let state = record.threadState { args["thread_state"] = state }
-        if let wchan = record.wchan { args["wchan"] = wchan }
-        args["awake_ms"] = microseconds(record.duration ?? 0) / 1000
-        events.append([
-          "ph": "i", "s": "t", "pid": pid, "tid": tid,
-          "ts": microseconds(record.endTimestamp), "cat": "stall",
-          "name": "stall: \(record.calloutKind ?? "-") \(record.calloutName ?? "")",
-          "args": args,
-        ])
-      case .recovery:
-        // The whole time the loop was awake, from waking to sleeping again.
-        events.append(
-          base.merging([
-            "ph": "X", "name": "stalled", "cat": "stall",
-            "dur": microseconds(record.duration ?? 0), "args": args,
-          ]) { $1 })
-      }
-    }
-    // Close runs the trace ended inside of.
-    for (tid, stack) in open {
-      for record in stack.reversed() {
-        events.append([
-          "ph": "E", "cat": "run", "pid": Int(record.pid), "tid": Int(tid),
-          "ts": microseconds(lastTimestamp[tid] ?? record.timestamp),
-        ])
-      }
-    }
+    for record in records { converter.add(record) { events.append($0.dictionary) } }
+    converter.finish { events.append($0.dictionary) }
     return events
+  }
+
+  /// Writes the Chrome Trace Event JSON document of the trace `reader` reads to the file at
+  /// `path`, one event at a time: memory stays small whatever the trace's size (only the
+  /// threads' names and their open runs are kept). Bad lines are skipped (the reader
+  /// counts them). Returns how many events it wrote.
+  ///
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when reading the trace or
+  ///   writing the file fails, with that call's `errno`.
+  ///
+  /// ```swift
+  /// let reader = try TraceLogReader(path: "trace.jsonl")
+  /// let events = try ChromeTrace.write(from: reader, toFileAt: "trace.json")
+  /// ```
+  @discardableResult
+  public static func write(from reader: TraceLogReader, toFileAt path: String)
+    throws(RunLoopError) -> Int
+  {
+    let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard descriptor >= 0 else { throw RunLoopError.systemCall("open(\(path))", errno: errno) }
+    defer { close(descriptor) }
+    let buffer = _LineBuffer()
+    var count = 0
+    var failure: Int32 = 0
+    func flush() {
+      var offset = 0
+      while failure == 0, offset < buffer.count {
+        let written = Glibc.write(
+          descriptor, buffer.bytes.baseAddress! + offset, buffer.count - offset)
+        if written < 0 {
+          if errno != EINTR { failure = errno }
+          continue
+        }
+        offset += written
+      }
+      buffer.removeAll()
+    }
+    func emit(_ event: _ChromeEvent) {
+      buffer.write(count == 0 ? "\n" : ",\n")
+      event.appendJSON(to: buffer)
+      count += 1
+      if buffer.count >= 1 << 16 { flush() }
+    }
+    buffer.reserve(64)
+    buffer.write(#"{"displayTimeUnit":"ms","traceEvents":["#)
+    var converter = _ChromeEventConverter()
+    while let record = try reader.next() {
+      converter.add(record, emit)
+      if failure != 0 { break }
+    }
+    converter.finish(emit)
+    buffer.reserve(8)
+    buffer.write("\n]}\n")
+    flush()
+    guard failure == 0 else { throw RunLoopError.systemCall("write(\(path))", errno: failure) }
+    return count
   }
 
   /// The whole Chrome Trace Event JSON document (`{"traceEvents": [...]}`).
@@ -128,5 +109,182 @@ public enum ChromeTrace {
 
   static func microseconds(_ nanoseconds: Int64) -> Double {
     Double(nanoseconds) / 1000
+  }
+}
+
+/// One Chrome Trace Event: as a dictionary (``ChromeTrace/events(from:)``) or as JSON bytes
+/// (``ChromeTrace/write(from:toFileAt:)``), from the same fields.
+struct _ChromeEvent {
+  enum Value {
+    case int(Int)
+    case double(Double)
+    case string(String)
+
+    var sendable: any Sendable {
+      switch self {
+      case .int(let value): value
+      case .double(let value): value
+      case .string(let value): value
+      }
+    }
+  }
+
+  // In the order written.
+  var fields: [(String, Value)]
+  var args: [(String, Value)]?
+
+  var dictionary: [String: any Sendable] {
+    var result: [String: any Sendable] = [:]
+    for (key, value) in fields { result[key] = value.sendable }
+    if let args {
+      var nested: [String: any Sendable] = [:]
+      for (key, value) in args { nested[key] = value.sendable }
+      result["args"] = nested
+    }
+    return result
+  }
+
+  func appendJSON(to buffer: _LineBuffer) {
+    func append(_ pairs: [(String, Value)]) {
+      for (index, (key, value)) in pairs.enumerated() {
+        if index > 0 { buffer.write(UInt8(ascii: ",")) }
+        buffer.writeQuoted(key)
+        buffer.reserve(40)
+        buffer.write(UInt8(ascii: ":"))
+        switch value {
+        case .int(let number): buffer.writeDecimal(Int64(number))
+        case .double(let number): buffer.write(Array(Self.json(number).utf8))
+        case .string(let text): buffer.writeQuoted(text)
+        }
+      }
+    }
+    buffer.reserve(8)
+    buffer.write(UInt8(ascii: "{"))
+    append(fields)
+    if let args {
+      buffer.reserve(16)
+      buffer.write(#","args":{"#)
+      append(args)
+      buffer.reserve(8)
+      buffer.write(UInt8(ascii: "}"))
+    }
+    buffer.reserve(8)
+    buffer.write(UInt8(ascii: "}"))
+  }
+
+  /// A finite number as JSON (integral values without a fraction).
+  static func json(_ number: Double) -> String {
+    guard number.isFinite else { return "0" }
+    if number == number.rounded(), abs(number) < 1e15 { return String(Int64(number)) }
+    return "\(number)"
+  }
+}
+
+/// Turns records into Chrome Trace Events one at a time, keeping only the threads named so
+/// far and each thread's open runs.
+struct _ChromeEventConverter {
+  private var named = Set<Int32>()
+  private var open: [Int32: [Int32]] = [:]  // tid: the pid of each open run
+  private var lastTimestamp: [Int32: Int64] = [:]
+
+  mutating func add(_ record: TraceRecord, _ emit: (_ChromeEvent) -> Void) {
+    let pid = Int(record.pid)
+    let tid = Int(record.tid)
+    if named.insert(record.tid).inserted {
+      emit(
+        _ChromeEvent(
+          fields: [
+            ("ph", .string("M")), ("name", .string("thread_name")), ("pid", .int(pid)),
+            ("tid", .int(tid)),
+          ],
+          args: [("name", .string("\(record.thread) (loop \(record.loop))"))]))
+    }
+    lastTimestamp[record.tid] = max(lastTimestamp[record.tid] ?? 0, record.endTimestamp)
+    let base: [(String, _ChromeEvent.Value)] = [
+      ("pid", .int(pid)), ("tid", .int(tid)),
+      ("ts", .double(ChromeTrace.microseconds(record.timestamp))),
+    ]
+    var args: [(String, _ChromeEvent.Value)] = [
+      ("loop", .int(Int(clamping: record.loop))), ("mode", .string(record.mode)),
+      ("iteration", .int(Int(clamping: record.iteration))), ("depth", .int(record.depth)),
+      ("seq", .int(Int(clamping: record.seq))),
+    ]
+    switch record.record {
+    case .activity where record.activity == "entry":
+      open[record.tid, default: []].append(record.pid)
+      emit(
+        _ChromeEvent(
+          fields: [
+            ("ph", .string("B")), ("name", .string("run \(record.mode)")), ("cat", .string("run")),
+          ]
+            + base, args: args))
+    case .activity where record.activity == "exit":
+      guard open[record.tid]?.popLast() != nil else { return }
+      emit(
+        _ChromeEvent(fields: [("ph", .string("E")), ("cat", .string("run"))] + base, args: args))
+    case .activity:
+      emit(
+        _ChromeEvent(
+          fields: [
+            ("ph", .string("i")), ("s", .string("t")),
+            ("name", .string(record.activity ?? "activity")), ("cat", .string("activity")),
+          ] + base, args: args))
+    case .callout:
+      if let lateness = record.lateness {
+        args.append(("lateness_us", .double(ChromeTrace.microseconds(lateness))))
+      }
+      emit(
+        _ChromeEvent(
+          fields: [
+            ("ph", .string("X")),
+            ("name", .string("\(record.calloutKind ?? "callout"): \(record.calloutName ?? "")")),
+            ("cat", .string("callout")),
+            ("dur", .double(ChromeTrace.microseconds(record.duration ?? 0))),
+          ] + base, args: args))
+    case .sleep:
+      emit(
+        _ChromeEvent(
+          fields: [
+            ("ph", .string("X")), ("name", .string("sleep")), ("cat", .string("sleep")),
+            ("dur", .double(ChromeTrace.microseconds(record.duration ?? 0))),
+          ] + base, args: args))
+    case .stall:
+      // Where the watchdog saw it, naming the call-out the loop was in.
+      if let state = record.threadState { args.append(("thread_state", .string(state))) }
+      if let wchan = record.wchan { args.append(("wchan", .string(wchan))) }
+      args.append(("awake_ms", .double(Double(record.duration ?? 0) / 1e6)))
+      emit(
+        _ChromeEvent(
+          fields: [
+            ("ph", .string("i")), ("s", .string("t")),
+            ("name", .string("stall: \(record.calloutKind ?? "-") \(record.calloutName ?? "")")),
+            ("cat", .string("stall")), ("pid", .int(pid)), ("tid", .int(tid)),
+            ("ts", .double(ChromeTrace.microseconds(record.endTimestamp))),
+          ], args: args))
+    case .recovery:
+      // The whole time the loop was awake, from waking to sleeping again.
+      emit(
+        _ChromeEvent(
+          fields: [
+            ("ph", .string("X")), ("name", .string("stalled")), ("cat", .string("stall")),
+            ("dur", .double(ChromeTrace.microseconds(record.duration ?? 0))),
+          ] + base, args: args))
+    }
+  }
+
+  /// Closes the runs the trace ended inside of.
+  mutating func finish(_ emit: (_ChromeEvent) -> Void) {
+    for (tid, pids) in open {
+      for pid in pids.reversed() {
+        emit(
+          _ChromeEvent(
+            fields: [
+              ("ph", .string("E")), ("cat", .string("run")), ("pid", .int(Int(pid))),
+              ("tid", .int(Int(tid))),
+              ("ts", .double(ChromeTrace.microseconds(lastTimestamp[tid] ?? 0))),
+            ], args: nil))
+      }
+    }
+    open.removeAll()
   }
 }

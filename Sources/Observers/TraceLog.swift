@@ -38,18 +38,27 @@ public enum TraceLog {
     return records
   }
 
-  /// Reads and parses the file at `path`.
+  /// Reads and parses the file at `path`, strictly: any line that is not a record is an
+  /// error. The trace tools use ``TraceLogReader`` instead, which streams and skips bad
+  /// lines.
   ///
-  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when the file cannot be read,
-  ///   ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a malformed line.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when the file cannot be read
+  ///   (with the failing call's `errno`), ``/RunLoopCore/RunLoopError/Code/invalidArgument``
+  ///   for a malformed line.
   ///
   /// ```swift
   /// let records = try TraceLog.read(contentsOf: "trace.jsonl")
   /// ```
   public static func read(contentsOf path: String) throws(RunLoopError) -> [TraceRecord] {
-    guard let data = FileManager.default.contents(atPath: path) else {
-      throw RunLoopError.systemCall("read(\(path))", errno: errno == 0 ? ENOENT : errno)
+    let reader = try TraceLogReader(path: path)
+    var records: [TraceRecord] = []
+    while let record = try reader.next() {
+      guard reader.badLines == 0 else { break }
+      records.append(record)
     }
-    return try parse(String(decoding: data, as: UTF8.self))
+    if let bad = reader.firstBadLine {
+      throw .invalidArgument("line \(bad.line) of \(path): \(bad.reason)")
+    }
+    return records
   }
 }

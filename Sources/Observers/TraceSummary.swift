@@ -1,8 +1,8 @@
 import Histogram
 
 /// A summary of a trace per loop: iterations, share of time asleep, utilization (busy over
-/// busy plus asleep, in runs), the delay of each kind of call-out from its due time, the
-/// call-outs that took the most time, and timer lateness.
+/// busy plus asleep, in runs), the delay of each kind of call-out from its due time, stalls,
+/// the call-outs that took the most time, and timer lateness.
 ///
 /// ```swift
 /// let summary = TraceSummary(records: try TraceLog.read(contentsOf: "/tmp/loop.jsonl"))
@@ -77,6 +77,12 @@ public struct TraceSummary: Sendable, Hashable {
     /// let performDelay = summary.loops[0].delays["block"]?.p99
     /// ```
     public var delays: [String: LoopMetricsSnapshot.Latency] = [:]
+    /// Stalls the watchdog reported (`stall` records).
+    ///
+    /// ```swift
+    /// let stalls = summary.loops[0].stalls
+    /// ```
+    public var stalls: Int = 0
 
     /// Busy over busy plus asleep, in runs: `(runNanoseconds - asleepNanoseconds) /
     /// runNanoseconds`, from 0 to 1.
@@ -145,78 +151,146 @@ public struct TraceSummary: Sendable, Hashable {
   /// let summary = TraceSummary(records: records, top: 5)
   /// ```
   public init(records: [TraceRecord], top: Int = 10) {
-    var byLoop: [UInt64: [TraceRecord]] = [:]
-    for record in records { byLoop[record.loop, default: []].append(record) }
-    loops = byLoop.keys.sorted().map { id in
-      let records = byLoop[id]!
-      let first = records.map(\.timestamp).min() ?? 0
-      let last = records.map(\.endTimestamp).max() ?? first
+    var builder = Builder()
+    for record in records { builder.add(record) }
+    self = builder.summary(top: top)
+  }
+
+  /// Summarises a trace as it is read, in memory that grows with the loops and distinct
+  /// call-outs, not with the records: what `runloop-demo trace summary` uses on logs of any
+  /// size.
+  ///
+  /// ```swift
+  /// var builder = TraceSummary.Builder()
+  /// let reader = try TraceLogReader(path: "trace.jsonl")
+  /// while let record = try reader.next() { builder.add(record) }
+  /// print(builder.summary(top: 5).text)
+  /// ```
+  public struct Builder: Sendable {
+    private struct Totals: Sendable {
+      var thread: String
+      var tid: Int32
+      var first: Int64
+      var last: Int64
+      var iterations: UInt64 = 0
+      var asleep: Int64 = 0
       var callouts: [String: Callout] = [:]
-      var lateness = Histogram<UInt64>(
-        lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000,
-        numberOfSignificantValueDigits: .three)
-      lateness.autoResize = true
+      var lateness: Histogram<UInt64>
       var delays: [String: Histogram<UInt64>] = [:]
-      for record in records where record.record == .callout {
-        if let late = record.lateness {
-          let kind = record.calloutKind ?? ""
-          if delays[kind] == nil { delays[kind] = _LoopAccumulator.makeHistogram() }
-          _ = delays[kind]!.record(UInt64(max(0, late)))
+      var stalls = 0
+      // Outermost runs: the ended ones' total, when the open one began, and whether any
+      // entry or exit was seen (a trace inside one run has neither).
+      var inRuns: Int64 = 0
+      var runStart: Int64?
+      var sawRunEdge = false
+    }
+
+    private var loops: [UInt64: Totals] = [:]
+
+    /// Creates an empty builder.
+    ///
+    /// ```swift
+    /// var builder = TraceSummary.Builder()
+    /// ```
+    public init() {}
+
+    /// Adds one record.
+    ///
+    /// ```swift
+    /// builder.add(record)
+    /// ```
+    public mutating func add(_ record: TraceRecord) {
+      if loops[record.loop] == nil {
+        var lateness = Histogram<UInt64>(
+          lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000,
+          numberOfSignificantValueDigits: .three)
+        lateness.autoResize = true
+        loops[record.loop] = Totals(
+          thread: record.thread, tid: record.tid, first: record.timestamp,
+          last: record.endTimestamp, lateness: lateness)
+      }
+      Self.add(record, to: &loops[record.loop]!)
+    }
+
+    private static func add(_ record: TraceRecord, to totals: inout Totals) {
+      totals.first = min(totals.first, record.timestamp)
+      totals.last = max(totals.last, record.endTimestamp)
+      switch record.record {
+      case .activity:
+        if record.activity == "beforeTimers" { totals.iterations += 1 }
+        if record.depth == 1 && record.activity == "entry" {
+          totals.runStart = record.timestamp
+          totals.sawRunEdge = true
+        } else if record.depth == 1 && record.activity == "exit" {
+          let start = totals.runStart ?? totals.first
+          totals.inRuns = totals.inRuns.saturatingAdding(
+            record.timestamp.saturatingSubtracting(start))
+          totals.runStart = nil
+          totals.sawRunEdge = true
         }
+      case .stall:
+        totals.stalls += 1
+      case .recovery:
+        break
+      case .sleep:
+        // Saturating: the summary reads logs written by anyone, damaged ones included.
+        totals.asleep = totals.asleep.saturatingAdding(record.duration ?? 0)
+      case .callout:
         let key = "\(record.calloutKind ?? "")\u{0}\(record.calloutName ?? "")"
         var entry =
-          callouts[key]
+          totals.callouts[key]
           ?? Callout(
             kind: record.calloutKind ?? "", name: record.calloutName ?? "", count: 0,
             totalNanoseconds: 0)
         entry.count += 1
         entry.totalNanoseconds = entry.totalNanoseconds.saturatingAdding(record.duration ?? 0)
-        callouts[key] = entry
+        totals.callouts[key] = entry
         if record.calloutKind == "timer", let late = record.lateness {
-          _ = lateness.record(UInt64(max(0, late)))
+          _ = totals.lateness.record(UInt64(max(0, late)))
+        }
+        if let late = record.lateness {
+          let kind = record.calloutKind ?? ""
+          if totals.delays[kind] == nil { totals.delays[kind] = _LoopAccumulator.makeHistogram() }
+          _ = totals.delays[kind]!.record(UInt64(max(0, late)))
         }
       }
-      var loop = Loop(
-        loop: id, thread: records.first?.thread ?? "", tid: records.first?.tid ?? 0,
-        iterations: UInt64(records.filter { $0.activity == "beforeTimers" }.count),
-        // Saturating: the summary reads logs written by anyone, damaged ones included.
-        spanNanoseconds: last.saturatingSubtracting(first),
-        asleepNanoseconds: records.filter { $0.record == .sleep }.reduce(0) {
-          $0.saturatingAdding($1.duration ?? 0)
-        },
-        topCallouts: Array(
-          callouts.values.sorted {
-            ($0.totalNanoseconds, $1.name) > ($1.totalNanoseconds, $0.name)
-          }.prefix(top)),
-        timerLateness: _LoopAccumulator.latency(lateness))
-      loop.runNanoseconds = Self.runTime(records, from: first, to: last)
-      loop.delays = delays.mapValues(_LoopAccumulator.latency)
-      return loop
+    }
+
+    /// The summary of the records added, keeping the `top` call-outs by time per loop.
+    ///
+    /// ```swift
+    /// let summary = builder.summary(top: 5)
+    /// ```
+    public func summary(top: Int = 10) -> TraceSummary {
+      TraceSummary(
+        loops: loops.keys.sorted().map { id in
+          let totals = loops[id]!
+          var loop = Loop(
+            loop: id, thread: totals.thread, tid: totals.tid, iterations: totals.iterations,
+            spanNanoseconds: totals.last.saturatingSubtracting(totals.first),
+            asleepNanoseconds: totals.asleep,
+            topCallouts: Array(
+              totals.callouts.values.sorted {
+                ($0.totalNanoseconds, $1.name) > ($1.totalNanoseconds, $0.name)
+              }.prefix(top)),
+            timerLateness: _LoopAccumulator.latency(totals.lateness))
+          // A run open at the end counts to the last record; a trace that saw no entry or
+          // exit lies inside one run.
+          var inRuns = totals.inRuns
+          if let start = totals.runStart {
+            inRuns = inRuns.saturatingAdding(totals.last.saturatingSubtracting(start))
+          }
+          loop.runNanoseconds =
+            totals.sawRunEdge ? inRuns : totals.last.saturatingSubtracting(totals.first)
+          loop.delays = totals.delays.mapValues(_LoopAccumulator.latency)
+          loop.stalls = totals.stalls
+          return loop
+        })
     }
   }
 
-  /// Time in outermost runs: entry to exit at depth 1, a run open at either end of the trace
-  /// counted from `first` or to `last`.
-  private static func runTime(_ records: [TraceRecord], from first: Int64, to last: Int64)
-    -> Int64
-  {
-    var total: Int64 = 0
-    var start: Int64? = nil
-    var sawEntry = false
-    for record in records where record.record == .activity && record.depth == 1 {
-      if record.activity == "entry" {
-        start = record.timestamp
-        sawEntry = true
-      } else if record.activity == "exit" {
-        total = total.saturatingAdding(record.timestamp.saturatingSubtracting(start ?? first))
-        start = nil
-        sawEntry = true
-      }
-    }
-    if let start { total = total.saturatingAdding(last.saturatingSubtracting(start)) }
-    // A trace of a run that neither began nor ended in it: the whole span is in the run.
-    if !sawEntry { total = last.saturatingSubtracting(first) }
-    return total
+  private init(loops: [Loop]) {
+    self.loops = loops
   }
 
   /// The summary as text for people.
@@ -231,7 +305,8 @@ public struct TraceSummary: Sendable, Hashable {
       let utilization = (loop.utilization * 1000).rounded() / 10
       lines.append(
         "loop \(loop.loop) (\(loop.thread), tid \(loop.tid)): \(loop.iterations) iterations, "
-          + "\(percent)% asleep over \(ms(loop.spanNanoseconds)), utilization \(utilization)%")
+          + "\(percent)% asleep over \(ms(loop.spanNanoseconds)), utilization \(utilization)%"
+          + (loop.stalls > 0 ? ", \(loop.stalls) stall\(loop.stalls == 1 ? "" : "s")" : ""))
       for (kind, delay) in loop.delays.sorted(by: { $0.key < $1.key }) {
         lines.append(
           "  delay \(kind): p50 \(ms(delay.p50)), p99 \(ms(delay.p99)), max \(ms(delay.max)) "

@@ -222,10 +222,11 @@ public final class NamedPort: @unchecked Sendable {
     }
   }
 
-  /// Runs `body` on the connection; when the server had closed it as idle (its notice is
-  /// waiting, or `body` ran into it), connects again and runs `body` once more. That is
-  /// safe: a server closes a connection as idle only when no frame of it is under way or
-  /// waiting, so it handled nothing `body` sent.
+  /// Runs `body` on the connection; when `body` finds the server's notice that it closed
+  /// the connection as idle, connects again and runs `body` once more. That is safe: a
+  /// server closes a connection as idle only when no frame of it is under way or waiting,
+  /// so it handled nothing `body` sent. A one-way message that the kernel took in the
+  /// instant before the server closed is lost, as on any connection with an idle timeout.
   private func reconnectingIfIdleClosed(
     _ state: inout _ClientState, until deadline: ContinuousClock.Instant,
     _ body: (Int32) throws(RunLoopError) -> [UInt8]
@@ -253,11 +254,6 @@ public final class NamedPort: @unchecked Sendable {
   private func connected(_ state: inout _ClientState, until deadline: ContinuousClock.Instant)
     throws(RunLoopError) -> Int32
   {
-    if state.descriptor >= 0, pendingFailure(state.descriptor)?.code == Self.idleClosed {
-      // The server closed the connection while it was idle: start a new one.
-      close(state.descriptor)
-      state.descriptor = -1
-    }
     if state.descriptor < 0 {
       state.descriptor = try connect(timeout: ContinuousClock.now.duration(to: deadline))
     }

@@ -118,14 +118,16 @@ public final class NamedPortServer: @unchecked Sendable {
   /// The default idle deadline: 30 s.
   ///
   /// ```swift
-  /// let patient = try NamedPortServer(name: "svc", idleTimeout: NamedPortServer.defaultIdleTimeout * 4) { _ in nil }
+  /// let patient = try NamedPortServer(
+  ///   name: "svc", idleTimeout: NamedPortServer.defaultIdleTimeout * 4) { _ in nil }
   /// ```
   public static let defaultIdleTimeout: Duration = .seconds(30)
 
   /// The default frame deadline: 5 s.
   ///
   /// ```swift
-  /// let strict = try NamedPortServer(name: "svc", frameTimeout: NamedPortServer.defaultFrameTimeout / 5) { _ in nil }
+  /// let strict = try NamedPortServer(
+  ///   name: "svc", frameTimeout: NamedPortServer.defaultFrameTimeout / 5) { _ in nil }
   /// ```
   public static let defaultFrameTimeout: Duration = .seconds(5)
 
@@ -133,7 +135,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// ``maxMessageSize`` is larger).
   ///
   /// ```swift
-  /// let lean = try NamedPortServer(name: "svc", maxBufferedBytes: NamedPortServer.defaultMaxBufferedBytes / 8) { _ in nil }
+  /// let lean = try NamedPortServer(
+  ///   name: "svc", maxBufferedBytes: NamedPortServer.defaultMaxBufferedBytes / 8) { _ in nil }
   /// ```
   public static let defaultMaxBufferedBytes = 64 << 20
 
@@ -149,7 +152,8 @@ public final class NamedPortServer: @unchecked Sendable {
 
   /// How long a frame may take from its first byte to its last. Past it, the client gets a
   /// `timedOut` failure frame and the connection is dropped
-  /// (``NamedPortStatistics/framesTimedOut``).
+  /// (``NamedPortStatistics/framesTimedOut``). Bytes already waiting in the socket (the loop
+  /// was busy) are read before either deadline is applied.
   ///
   /// ```swift
   /// print("a frame must arrive within \(server.frameTimeout)")
@@ -187,8 +191,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// }
   /// ```
   ///
-  /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidName``,
-  ///   ``/RunLoopCore/RunLoopError/Code/nameInUse``,
+  /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidName``,
+  ///   ``RunLoopCore/RunLoopError/Code/nameInUse``,
   ///   ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a maximum (size or connections)
   ///   below 1, a deadline that is not positive, or a buffer cap below one largest frame;
   ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed``.
@@ -261,7 +265,7 @@ public final class NamedPortServer: @unchecked Sendable {
     let granularity = min(max(min(idleTimeout, frameTimeout) / 16, .milliseconds(1)), .seconds(1))
     self.sweeper = _ConnectionSweeper(
       granularity: granularity,
-      serves: { [weak self] mode, loop in self?.serves(mode, of: loop) ?? false },
+      serves: { [weak self] mode, isCommon in self?.serves(mode, isCommon: isCommon) ?? false },
       sweep: { [weak self] now in self?.closeExpiredConnections(now: now) })
   }
 
@@ -360,14 +364,15 @@ public final class NamedPortServer: @unchecked Sendable {
       return Array(state.connections.values)
     }
     try listener.add(to: loop, mode: mode)
-    loop.addDeadlineProvider(sweeper)
+    loop.addDeadlineSource(sweeper)
     for connection in connections { try? connection.source.add(to: loop, mode: mode) }
   }
 
-  /// Whether the server is in `mode` of `loop`, directly or through the common modes.
-  private func serves(_ mode: LoopMode, of loop: EventRunLoop) -> Bool {
-    let modes = state.withLock { state in state.owner === loop ? state.modes : [] }
-    return modes.contains(mode) || (modes.contains(.common) && loop.isCommonMode(mode))
+  /// Whether the server is in `mode` of its loop, directly or through the common modes
+  /// (`isCommon`: whether `mode` is one of that loop's common modes).
+  private func serves(_ mode: LoopMode, isCommon: Bool) -> Bool {
+    let modes = state.withLock { state in state.modes }
+    return modes.contains(mode) || (modes.contains(.common) && isCommon)
   }
 
   /// Unregisters the name (removing the socket file and releasing the lock at once) and
@@ -410,7 +415,7 @@ public final class NamedPortServer: @unchecked Sendable {
       }
       return (Array(state.connections.values), state.owner)
     }
-    owner?.removeDeadlineProvider(sweeper)
+    owner?.removeDeadlineSource(sweeper)
     for connection in connections { connection.source.invalidate() }
   }
 
@@ -548,26 +553,25 @@ public final class NamedPortServer: @unchecked Sendable {
     for connection in connections where connection.source.isValid {
       if connection.deadline <= now {
         let descriptor = connection.source.fileDescriptor
+        if _SocketCalls.hasInput(descriptor) {
+          // Bytes that arrived while the loop was busy (a slow handler) are not the client's
+          // fault: the read call-out takes them first, and the next sweep looks again.
+          earliest = now
+          continue
+        }
         if connection.reader.isBetweenFrames {
-          // Bytes already waiting are a message starting: the read call-out takes them.
-          if _SocketCalls.hasInput(descriptor) {
-            connection.deadline = now + frameTimeout
-          } else {
-            state.withLock { $0.statistics.connectionsClosedIdle += 1 }
-            sendFailure(
-              "\(Self.idleNoticeCode): port '\(name)' closes connections idle for \(idleTimeout)",
-              to: descriptor)
-            drop(connection, rejected: false)
-            continue
-          }
+          state.withLock { $0.statistics.connectionsClosedIdle += 1 }
+          sendFailure(
+            "\(Self.idleNoticeCode): port '\(name)' closes connections idle for \(idleTimeout)",
+            to: descriptor)
         } else {
           state.withLock { $0.statistics.framesTimedOut += 1 }
           sendFailure(
             "timedOut: port '\(name)' did not receive the whole frame within \(frameTimeout)",
             to: descriptor)
-          drop(connection, rejected: false)
-          continue
         }
+        drop(connection, rejected: false)
+        continue
       }
       earliest = min(earliest ?? connection.deadline, connection.deadline)
     }

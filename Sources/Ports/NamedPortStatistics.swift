@@ -57,8 +57,9 @@ public struct NamedPortStatistics: Sendable, Hashable {
   /// ```
   public var framesTimedOut = 0
   /// Bytes the server holds right now for all its connections: unfinished frames and
-  /// replies not yet taken by their clients. At most ``NamedPortServer/maxBufferedBytes``
-  /// plus one read (64 KiB).
+  /// replies not yet taken by their clients. After each read it is at most
+  /// ``NamedPortServer/maxBufferedBytes``; during one, it can go over by what that read
+  /// brings (64 KiB and the replies to its requests) before the connection is dropped.
   ///
   /// ```swift
   /// print("\(server.statistics.bufferedBytes) bytes held")

@@ -24,7 +24,7 @@ import RunLoopCore
 /// the server lives. The kernel releases it when the process dies, however it dies: that is
 /// how a stale socket left by a crashed process is told from a live one and reclaimed. A
 /// lock file that is a symbolic link, or is not a regular file of this user, is refused
-/// (``RunLoopError/Code/invalidState``), never followed or shared.
+/// (``/RunLoopCore/RunLoopError/Code/invalidState``), never followed or shared.
 public struct PortNameRegistry: Sendable, Hashable {
   /// The directory holding the sockets.
   ///

@@ -1,27 +1,27 @@
 import RunLoopCore
 
 /// Wakes a ``NamedPortServer``'s loop when one of its connections may have passed its idle
-/// or frame deadline, as a deadline provider of the server's loop: the loop's own timerfd
+/// or frame deadline, as a deadline source of the server's loop: the loop's own timerfd
 /// wakes it, so no descriptor or thread is spent on deadlines.
 ///
 /// It keeps one instant, the earliest deadline the server told it of since the last sweep.
 /// That instant may be early (a connection's deadline moves later with traffic); the sweep
 /// then finds nothing due and tells the true earliest one. Sweeps are at least
 /// ``granularity`` apart, so busy connections cannot make the loop sweep on every pass.
-final class _ConnectionSweeper: LoopDeadlineProvider, @unchecked Sendable {
+final class _ConnectionSweeper: DeadlineSource, @unchecked Sendable {
   /// How far apart two sweeps are at least.
   let granularity: Duration
-  // Whether the server serves `mode` of `loop`: a connection is only read in the server's
-  // modes, so it must only be timed out in them.
-  private let serves: @Sendable (LoopMode, EventRunLoop) -> Bool
+  // Whether the server serves `mode` (one of its loop's common modes when the flag says so):
+  // a connection is only read in the server's modes, so it must only be timed out in them.
+  private let serves: @Sendable (LoopMode, Bool) -> Bool
   // Closes what is due at the instant given; returns the earliest deadline left.
   private let sweep: @Sendable (ContinuousClock.Instant) -> ContinuousClock.Instant?
-  // Loop thread only: the loop asks and fires providers on its own thread, and the server
+  // Loop thread only: the loop asks and fires deadline sources on its own thread, and the server
   // notes deadlines from its connections' call-outs, on the same thread.
   private var due: ContinuousClock.Instant?
 
   init(
-    granularity: Duration, serves: @escaping @Sendable (LoopMode, EventRunLoop) -> Bool,
+    granularity: Duration, serves: @escaping @Sendable (LoopMode, Bool) -> Bool,
     sweep: @escaping @Sendable (ContinuousClock.Instant) -> ContinuousClock.Instant?
   ) {
     self.granularity = granularity
@@ -36,15 +36,16 @@ final class _ConnectionSweeper: LoopDeadlineProvider, @unchecked Sendable {
   }
 
   // Keeps no mode alive on its own: the server's listener does.
-  func hasItems(in mode: LoopMode, of loop: EventRunLoop) -> Bool { false }
+  func hasItems(in mode: LoopMode, isCommon: Bool) -> Bool { false }
 
-  func nextDeadline(in mode: LoopMode, of loop: EventRunLoop) -> ContinuousClock.Instant? {
-    guard let due, serves(mode, loop) else { return nil }
-    return due
+  func nextDeadline(in mode: LoopMode, isCommon: Bool) -> Int64? {
+    guard let due, serves(mode, isCommon) else { return nil }
+    return LoopClock.nanoseconds(of: due)
   }
 
-  func fireDue(in mode: LoopMode, of loop: EventRunLoop, now: ContinuousClock.Instant) {
-    guard let due, now >= due, serves(mode, loop) else { return }
+  func fireDue(in mode: LoopMode, isCommon: Bool, now: Int64, on loop: EventRunLoop) {
+    let now = LoopClock.instant(ofNanoseconds: now)
+    guard let due, now >= due, serves(mode, isCommon) else { return }
     self.due = sweep(now).map { max($0, now + granularity) }
   }
 }

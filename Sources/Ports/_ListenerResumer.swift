@@ -2,31 +2,32 @@ import RunLoopCore
 import Synchronization
 
 /// Turns a paused listener's read interest back on at a deadline, as a one-shot deadline
-/// provider of the listener's loop. It needs no descriptor of its own (the loop's timerfd
+/// source of the listener's loop. It needs no descriptor of its own (the loop's timerfd
 /// wakes it), which matters because it is used exactly when none can be had; a Dispatch
 /// timer would not do either: libdispatch stops the process when it cannot get the
 /// descriptor its timer machinery needs on first use.
-final class _ListenerResumer: LoopDeadlineProvider, Sendable {
-  private let due: ContinuousClock.Instant
+final class _ListenerResumer: DeadlineSource, Sendable {
+  /// A `LoopClock` reading.
+  private let due: Int64
   private let listener: DescriptorSource
   private let fired = Atomic<Bool>(false)
 
   init(_ listener: DescriptorSource, at due: ContinuousClock.Instant) {
     self.listener = listener
-    self.due = due
+    self.due = LoopClock.nanoseconds(of: due)
   }
 
   // Keeps no mode alive on its own: the listener's watch already does.
-  func hasItems(in mode: LoopMode, of loop: EventRunLoop) -> Bool { false }
+  func hasItems(in mode: LoopMode, isCommon: Bool) -> Bool { false }
 
   // Any mode: turning interest back on is right whichever mode the loop runs.
-  func nextDeadline(in mode: LoopMode, of loop: EventRunLoop) -> ContinuousClock.Instant? {
+  func nextDeadline(in mode: LoopMode, isCommon: Bool) -> Int64? {
     fired.load(ordering: .acquiring) ? nil : due
   }
 
-  func fireDue(in mode: LoopMode, of loop: EventRunLoop, now: ContinuousClock.Instant) {
+  func fireDue(in mode: LoopMode, isCommon: Bool, now: Int64, on loop: EventRunLoop) {
     guard now >= due, !fired.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    loop.removeDeadlineProvider(self)
+    loop.removeDeadlineSource(self)
     guard listener.isValid else { return }
     try? listener._setWantsReadable(true)
   }

@@ -19,7 +19,7 @@ enum _SocketCalls {
   /// from the listener's call-out, on its loop's thread.
   static func pauseAccepting(_ listener: DescriptorSource) {
     guard (try? listener._setWantsReadable(false)) != nil else { return }
-    EventRunLoop.current.addDeadlineProvider(
+    EventRunLoop.current.addDeadlineSource(
       _ListenerResumer(listener, at: .now + acceptBackoff))
   }
 

@@ -2,7 +2,7 @@ import Glibc
 import RunLoopCore
 
 /// The timers of one run loop. The loop sees it through a `_TimerSchedulerPlug`, its
-/// ``LoopDeadlineProvider`` for timers, plugged in lazily the first time a timer is added to
+/// ``DeadlineSource`` for timers, plugged in lazily the first time a timer is added to
 /// the loop.
 ///
 /// Each mode key (a concrete mode, or `.common`) has two indexed min-heaps: one in fire order
@@ -67,8 +67,8 @@ final class _TimerScheduler: @unchecked Sendable {
   /// The scheduler of `loop` if it has one (it never gets one once its thread has exited).
   static func existing(of loop: EventRunLoop) -> _TimerScheduler? {
     if let cached = cachedForCurrentThread(), cached.loopID == loop.id { return cached }
-    for provider in loop.deadlineProviders {
-      if let plug = provider as? _TimerSchedulerPlug { return plug.scheduler }
+    for source in loop.deadlineSources {
+      if let plug = source as? _TimerSchedulerPlug { return plug.scheduler }
     }
     return nil
   }
@@ -88,11 +88,11 @@ final class _TimerScheduler: @unchecked Sendable {
       guard !loop.threadHasExited else { return nil }
       let scheduler = _TimerScheduler(loop: loop)
       let plug = _TimerSchedulerPlug(scheduler)
-      loop.addDeadlineProvider(plug)
+      loop.addDeadlineSource(plug)
       // The thread may have exited between the check and the add; its exit either removed
       // the plug already or happens after this check.
       if loop.threadHasExited {
-        loop.removeDeadlineProvider(plug)
+        loop.removeDeadlineSource(plug)
         scheduler.shutDown()
         return nil
       }
@@ -133,7 +133,7 @@ final class _TimerScheduler: @unchecked Sendable {
     }
   }
 
-  func nextDeadline(in mode: LoopMode, common: Bool) -> ContinuousClock.Instant? {
+  func nextDeadline(in mode: LoopMode, common: Bool) -> Int64? {
     let key = state.withLock { state -> Int64? in
       // L: the earliest end of a tolerance window.
       var limit = state.wakeTop(in: mode)
@@ -151,16 +151,17 @@ final class _TimerScheduler: @unchecked Sendable {
       }
       return wake ?? limit
     }
-    return key.map(_TimerClock.instant(atKey:))
+    return key.map { LoopClock.nanoseconds(of: _TimerClock.instant(atKey: $0)) }
   }
 
-  func fireDue(in mode: LoopMode, of loop: EventRunLoop, common: Bool, now: ContinuousClock.Instant)
-  {
+  func fireDue(in mode: LoopMode, of loop: EventRunLoop, common: Bool, now: Int64) {
     // Timers (re)scheduled from here on, by the call-outs below or by other threads, wait
     // for the next pass, as the guide says of a timer that comes due during a handler.
     let horizon = state.withLock { $0.nextSequence }
     // `now` is a whole number of nanoseconds on Linux; rounding down never fires early.
-    let nowKey = _TimerClock.key(of: _TimerClock.offset(of: now), roundingUp: false).key
+    let nowKey = _TimerClock.key(
+      of: _TimerClock.offset(of: LoopClock.instant(ofNanoseconds: now)), roundingUp: false
+    ).key
     while let due = state.withLock({
       $0.takeDue(in: mode, common: common, now: nowKey, before: horizon)
     }) {
@@ -170,10 +171,10 @@ final class _TimerScheduler: @unchecked Sendable {
   }
 }
 
-/// The loop's handle on its timer scheduler: the ``LoopDeadlineProvider`` it holds. Its end,
+/// The loop's handle on its timer scheduler: the ``DeadlineSource`` it holds. Its end,
 /// when the loop lets go of it as its thread exits, shuts the scheduler down (timers hold
 /// the scheduler itself, so the scheduler's own end would come only after theirs).
-final class _TimerSchedulerPlug: LoopDeadlineProvider, Sendable {
+final class _TimerSchedulerPlug: DeadlineSource, Sendable {
   let scheduler: _TimerScheduler
 
   init(_ scheduler: _TimerScheduler) {
@@ -184,16 +185,16 @@ final class _TimerSchedulerPlug: LoopDeadlineProvider, Sendable {
     scheduler.shutDown()
   }
 
-  func hasItems(in mode: LoopMode, of loop: EventRunLoop) -> Bool {
-    scheduler.hasItems(in: mode, common: loop.isCommonMode(mode))
+  func hasItems(in mode: LoopMode, isCommon: Bool) -> Bool {
+    scheduler.hasItems(in: mode, common: isCommon)
   }
 
-  func nextDeadline(in mode: LoopMode, of loop: EventRunLoop) -> ContinuousClock.Instant? {
-    scheduler.nextDeadline(in: mode, common: loop.isCommonMode(mode))
+  func nextDeadline(in mode: LoopMode, isCommon: Bool) -> Int64? {
+    scheduler.nextDeadline(in: mode, common: isCommon)
   }
 
-  func fireDue(in mode: LoopMode, of loop: EventRunLoop, now: ContinuousClock.Instant) {
-    scheduler.fireDue(in: mode, of: loop, common: loop.isCommonMode(mode), now: now)
+  func fireDue(in mode: LoopMode, isCommon: Bool, now: Int64, on loop: EventRunLoop) {
+    scheduler.fireDue(in: mode, of: loop, common: isCommon, now: now)
   }
 }
 

@@ -10,4 +10,9 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1].hasPrefix("core-") 
   runCoreHelper(Array(CommandLine.arguments.dropFirst()))
 }
 
+// The soak test (SoakHelper.swift, run by scripts/soak.sh).
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "soak" {
+  runSoakHelper(Array(CommandLine.arguments.dropFirst()))
+}
+
 print("helper")

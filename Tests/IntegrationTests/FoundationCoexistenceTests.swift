@@ -14,8 +14,7 @@ struct FoundationCoexistenceTests {
     let coreTypes: [Any.Type] = [
       CalloutKind.self, CalloutRecord.self, CustomInputSource.self, DescriptorEvents.self,
       DescriptorWatch.self, EventRunLoop.self, GuardedState<Int>.self, InstrumentInterests.self,
-      LoopActivity.self, (any LoopDeadlineProvider).self, LoopMode.self,
-      LoopModeTable<CustomInputSource>.self, LoopPassInfo.self, (any ModeScheduledItem).self,
+      LoopActivity.self, LoopMode.self, LoopPassInfo.self,
       PerformRequest.self, RunLoopError.self,
       (any RunLoopInstrument).self, RunLoopThread.self, RunResult.self, ThreadPriority.self,
     ]
@@ -34,7 +33,7 @@ struct FoundationCoexistenceTests {
     ]
     // Foundation's own types stay reachable under their names.
     let foundationTypes: [Any.Type] = [RunLoop.self, Timer.self, Thread.self, Port.self]
-    #expect(coreTypes.count + timerTypes.count + portTypes.count + observerTypes.count == 49)
+    #expect(coreTypes.count + timerTypes.count + portTypes.count + observerTypes.count == 46)
     #expect(foundationTypes.count == 4)
   }
 

@@ -20,7 +20,7 @@ struct LoopMetricsTests {
       }
       let source = CustomInputSource(name: "job") { performed.withLock { $0 += 1 } }
       try loop.add(source, mode: .default)
-      loop.addDeadlineProvider(provider)
+      loop.addDeadlineSource(provider)
       metrics.attach(to: loop)
       // Another thread signals the source, waiting for each perform.
       let signaller = Thread {

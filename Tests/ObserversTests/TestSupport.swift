@@ -16,9 +16,9 @@ func temporaryPath(_ name: String) -> String {
   return "\(directory)/runloop-observers-\(getpid())-\(UInt32.random(in: 0...UInt32.max))-\(name)"
 }
 
-/// A real deadline provider (the Timers module's role): fires `handler` through
+/// A real deadline source (the Timers module's role): fires `handler` through
 /// `withCallout(.timer, dueAt:)` every `interval`, `count` times.
-final class TickProvider: LoopDeadlineProvider, @unchecked Sendable {
+final class TickProvider: DeadlineSource, @unchecked Sendable {
   private let interval: Duration
   private let state: GuardedState<(next: ContinuousClock.Instant, remaining: Int)>
   private let handler: @Sendable () -> Void
@@ -29,17 +29,19 @@ final class TickProvider: LoopDeadlineProvider, @unchecked Sendable {
     self.handler = handler
   }
 
-  func hasItems(in mode: LoopMode, of loop: EventRunLoop) -> Bool {
+  func hasItems(in mode: LoopMode, isCommon: Bool) -> Bool {
     mode == .default && state.withLock { $0.remaining > 0 }
   }
 
-  func nextDeadline(in mode: LoopMode, of loop: EventRunLoop) -> ContinuousClock.Instant? {
+  func nextDeadline(in mode: LoopMode, isCommon: Bool) -> Int64? {
     guard mode == .default else { return nil }
-    return state.withLock { $0.remaining > 0 ? $0.next : nil }
+    let next = state.withLock { $0.remaining > 0 ? $0.next : nil }
+    return next.map(LoopClock.nanoseconds(of:))
   }
 
-  func fireDue(in mode: LoopMode, of loop: EventRunLoop, now: ContinuousClock.Instant) {
+  func fireDue(in mode: LoopMode, isCommon: Bool, now: Int64, on loop: EventRunLoop) {
     guard mode == .default else { return }
+    let now = LoopClock.instant(ofNanoseconds: now)
     let due = state.withLock { state -> ContinuousClock.Instant? in
       guard state.remaining > 0, state.next <= now else { return nil }
       let due = state.next

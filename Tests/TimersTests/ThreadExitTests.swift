@@ -93,7 +93,7 @@ struct ThreadExitTests {
     #expect(!request.isPending)
     #expect(loop.cancelDelayedPerforms(key: "search") == 0)
     #expect(!hasTimerScheduler(loop))
-    #expect(loop.deadlineProviders.isEmpty)
+    #expect(loop.deadlineSources.isEmpty)
   }
 
   @Test func captureWhoseDeinitUsesTheLoopIsFreedWithoutDeadlock() throws {

@@ -64,7 +64,9 @@ final class Report {
       })
     let withFloor = rows.filter { ($0.value(.floor) ?? 0) >= 0.01 }
     if !withFloor.isEmpty {
-      print("\nOf the floor (each side's speed as a fraction of the bare calls'):")
+      print(
+        "\nOf the floor (each side's rate over the floor's, or the floor's cost over the side's;"
+          + " 1 is as cheap as the bare calls):")
       let sides = columns.filter { $0 != .floor }
       printTable(
         header: ["work"] + sides.map(\.rawValue),

@@ -1,0 +1,23 @@
+// runloop-tutorial: runs one step of the tutorial "Build a traced worker service"
+// (Docs/RunLoopGuide.docc/Tutorials). Each step's code is a file of the catalog, linked here so
+// that the package builds every step: `swift run runloop-tutorial 3` runs step 3.
+
+import Glibc
+
+let steps: [() throws -> Void] = [
+  workerServiceStep1, workerServiceStep2, workerServiceStep3, workerServiceStep4,
+  workerServiceStep5, workerServiceStep6, workerServiceStep7,
+]
+
+let arguments = CommandLine.arguments.dropFirst()
+guard arguments.count == 1, let step = Int(arguments.first!), steps.indices.contains(step - 1)
+else {
+  print("usage: runloop-tutorial STEP   (STEP is 1 to \(steps.count))")
+  exit(2)
+}
+do {
+  try steps[step - 1]()
+} catch {
+  print("step \(step) failed: \(error)")
+  exit(1)
+}

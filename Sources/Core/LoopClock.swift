@@ -1,0 +1,72 @@
+import CRunLoopLinux
+import Glibc
+
+/// The loop's one clock: `CLOCK_BOOTTIME` in nanoseconds, the clock `ContinuousClock` reads
+/// on Linux and the one the loop's `timerfd` runs on.
+///
+/// Inside the loop every instant is an `Int64` count of nanoseconds on this clock (a run's
+/// timeout, a timer's deadline, the `timerfd`'s setting): plain integers that compare and
+/// copy for free. Instants and durations of the public API are converted here, at the edge,
+/// and nowhere else.
+package enum LoopClock {
+  /// One pair of readings taken at first use: maps `ContinuousClock` instants to readings.
+  /// Both read the same kernel clock, so the pair is exact only if nothing runs between the
+  /// two reads; a thread preempted there (a loaded machine at start-up) would shift every
+  /// conversion by the time it was away, for the life of the process. So the reading is
+  /// bracketed by two `ContinuousClock` reads, and the tightest of a few tries is kept.
+  private static let reference: (instant: ContinuousClock.Instant, nanoseconds: Int64) = {
+    var best: (instant: ContinuousClock.Instant, nanoseconds: Int64, gap: Duration)?
+    for _ in 0..<16 {
+      let before = ContinuousClock.now
+      let reading = now()
+      let after = ContinuousClock.now
+      let gap = after - before
+      if best == nil || gap < best!.gap {
+        best = (before + gap / 2, reading, gap)
+      }
+      if gap < .microseconds(2) { break }
+    }
+    return (best!.instant, best!.nanoseconds)
+  }()
+
+  /// The current reading.
+  package static func now() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_BOOTTIME, &spec)
+    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+  }
+
+  /// The reading at `instant`, rounded up to a whole nanosecond (a deadline never comes
+  /// early) and at least 1 (0 stands for "unset" where a reading is stored in an atomic).
+  package static func nanoseconds(of instant: ContinuousClock.Instant) -> Int64 {
+    // Bounded well inside `Int64`, so that adding the reference cannot overflow.
+    let limit: Int64 = 1 << 61
+    let offset = nanoseconds(of: instant - reference.instant, rounded: .up).nanoseconds
+    return max(1, reference.nanoseconds + min(max(offset, -limit), limit))
+  }
+
+  /// The instant of a reading.
+  package static func instant(ofNanoseconds nanoseconds: Int64) -> ContinuousClock.Instant {
+    reference.instant + .nanoseconds(nanoseconds - reference.nanoseconds)
+  }
+
+  /// `duration` in whole nanoseconds, rounded by `rule` (`.up`, `.down` or `.towardZero`)
+  /// and saturated to the `Int64` range; `exact` tells whether no rounding or saturation
+  /// happened. The one conversion from `Duration` to nanoseconds in the package.
+  package static func nanoseconds(
+    of duration: Duration, rounded rule: FloatingPointRoundingRule = .towardZero
+  ) -> (nanoseconds: Int64, exact: Bool) {
+    let (quotient, remainder) = duration.attoseconds.quotientAndRemainder(
+      dividingBy: 1_000_000_000)
+    var whole = quotient  // rounded toward zero
+    switch rule {
+    case .up where remainder > 0: whole += 1
+    case .down where remainder < 0: whole -= 1
+    default: break
+    }
+    guard let nanoseconds = Int64(exactly: whole) else {
+      return (whole > 0 ? .max : .min, false)
+    }
+    return (nanoseconds, remainder == 0)
+  }
+}

@@ -1,0 +1,86 @@
+/// What a pass in one mode reads from the loop's shared state (`LoopState`): the mode's
+/// custom sources, whether it has descriptor watches, the deadline sources. Taken under the
+/// state's lock and kept by the loop's thread for as long as nothing it holds has changed,
+/// so that a pass with nothing new takes no lock.
+///
+/// A pass reads it only through ``EventRunLoop/subscript(passIn:)``, which checks on every
+/// read that it is still current (one atomic load and a comparison of modes) and takes it
+/// again when not. A call-out can change anything between two steps of a pass (add or
+/// remove a source, run the loop nested in another mode), and no reader needs to remember
+/// that: a stale snapshot cannot be read.
+struct PassSnapshot {
+  /// The ``PublishedState/structure`` count it was taken at.
+  let structure: UInt64
+  let mode: LoopMode
+  /// Whether ``mode`` is one of the loop's common modes.
+  let isCommon: Bool
+  /// The custom sources of the mode, in call-out order.
+  let sources: [CustomInputSource]
+  /// Whether the mode has descriptor watches.
+  let hasWatches: Bool
+  /// Whether some watch is held out of the `epoll` set (see `LoopState.heldTokens`).
+  let hasHeldWatches: Bool
+  let deadlineSources: [any DeadlineSource]
+
+  /// A snapshot no read accepts: `structure` never reaches `.max`.
+  static let none = PassSnapshot(
+    structure: .max, mode: .default, isCommon: false, sources: [], hasWatches: false,
+    hasHeldWatches: false, deadlineSources: [])
+}
+
+/// The loop thread's latest snapshot. Only this file reads it.
+///
+/// Between runs the snapshot is parked in `LoopState` (moved, not copied), where the lock
+/// that guards every change lets go of it as soon as anything changes: a thread that runs
+/// its loop again and again (zero-timeout runs in a game loop, say) takes it back without
+/// rebuilding it, and a loop that is not running keeps nothing alive that was removed.
+struct PassSnapshotSlot {
+  fileprivate var latest = PassSnapshot.none
+
+  /// Moves the snapshot into `state` (call holding its lock, as the outermost run ends).
+  mutating func park(in state: inout LoopState) {
+    state.parkedSnapshot = latest
+    latest = .none
+  }
+
+  /// Takes back a snapshot parked in `state`, if nothing has changed since (call holding
+  /// its lock, as the outermost run starts).
+  mutating func unpark(from state: inout LoopState) {
+    guard let parked = state.parkedSnapshot.take() else { return }
+    latest = parked
+  }
+}
+
+extension EventRunLoop {
+  /// What a pass in `mode` reads, current when read: a `_read` accessor, so reading a field
+  /// borrows the stored snapshot instead of copying it (a copy retains its two arrays).
+  subscript(passIn mode: LoopMode) -> PassSnapshot {
+    _read {
+      assertOnLoopThread()
+      let structure = published.structure.load(ordering: .sequentiallyConsistent)
+      if structure != local.passSnapshot.latest.structure
+        || mode != local.passSnapshot.latest.mode
+      {
+        local.passSnapshot.latest = takeSnapshot(for: mode)
+      }
+      yield local.passSnapshot.latest
+    }
+  }
+
+  /// Lets go of the snapshot (the loop's thread is exiting).
+  func dropPassSnapshot() {
+    local.passSnapshot = PassSnapshotSlot()
+  }
+
+  private func takeSnapshot(for mode: LoopMode) -> PassSnapshot {
+    state.withLock { state in
+      let sources = state.sources(for: mode)
+      let common = state.commonModes
+      return PassSnapshot(
+        structure: state.published.structure.load(ordering: .sequentiallyConsistent),
+        mode: mode, isCommon: common.contains(mode), sources: sources,
+        hasWatches: state.watches.hasItems(for: mode, commonModes: common),
+        hasHeldWatches: !state.heldTokens.isEmpty, deadlineSources: state.deadlineSources)
+    }
+  }
+}

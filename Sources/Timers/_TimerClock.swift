@@ -1,0 +1,78 @@
+import RunLoopCore
+
+/// The origin timer keys count from, and conversions between instants and keys.
+///
+/// `ContinuousClock.Instant` is a resilient type of the concurrency library: a struct
+/// holding one has no layout known at compile time, so every copy, comparison and field
+/// access of a heap node would go through value witnesses and metadata. Keys are `Int64`
+/// nanoseconds from a fixed instant instead: 8 bytes, where a `Duration` takes 16, and
+/// `ContinuousClock.now` on Linux is a whole number of nanoseconds, so the keys of the usual
+/// fire dates (`now` plus a delay in whole nanoseconds) are exact. A fire date that is not
+/// keeps its exact offset in the timer's ``_TimerExtras``, with a key rounded up, so that it
+/// never fires early; one beyond about 292 years from the origin keeps a saturated key.
+enum _TimerClock {
+  /// Any fixed instant; the process's first use of the timers.
+  static let origin = ContinuousClock.now
+
+  static func offset(of instant: ContinuousClock.Instant) -> Duration {
+    origin.duration(to: instant)
+  }
+
+  static func instant(at offset: Duration) -> ContinuousClock.Instant {
+    origin.advanced(by: offset)
+  }
+
+  /// The instant of a key.
+  static func instant(atKey key: Int64) -> ContinuousClock.Instant {
+    origin.advanced(by: .nanoseconds(key))
+  }
+
+  /// The key of `offset`: whole nanoseconds, rounded up (or down), saturated to the `Int64`
+  /// range; `exact` tells whether the key is the offset itself.
+  static func key(of offset: Duration, roundingUp: Bool = true) -> (key: Int64, exact: Bool) {
+    let (nanoseconds, exact) = LoopClock.nanoseconds(
+      of: offset, rounded: roundingUp ? .up : .down)
+    return (nanoseconds, exact)
+  }
+
+  /// The key of `instant`, rounded up.
+  static func key(of instant: ContinuousClock.Instant) -> Int64 {
+    key(of: offset(of: instant)).key
+  }
+
+  /// `duration` in whole nanoseconds when it is one, in `1..<2^62`; else `nil`.
+  static func smallNanoseconds(_ duration: Duration) -> Int64? {
+    let (key, exact) = key(of: duration)
+    guard exact, key > 0, key < 1 << 62 else { return nil }
+    return key
+  }
+
+  /// The first grid point (`fireDate + k * interval`, k >= 1) strictly after `now`. Skipping
+  /// the missed grid points is what makes an overrun cost one late fire, not a burst.
+  ///
+  /// Constant time however far in the past the fire date is: with `gap = now - fireDate`,
+  /// the next grid point is `now + (interval - gap % interval)`, computed exactly on the
+  /// 128-bit attosecond counts (`Duration` itself has no `%`).
+  static func nextGridPoint(
+    from fireDate: ContinuousClock.Instant, after now: ContinuousClock.Instant,
+    interval: Duration
+  ) -> ContinuousClock.Instant {
+    guard now >= fireDate else { return fireDate + interval }
+    let step = interval.attoseconds
+    let remainder = (now - fireDate).attoseconds % step
+    return now + Duration(attoseconds: step - remainder)
+  }
+
+  /// ``nextGridPoint(from:after:interval:)`` on exact keys, in 64-bit arithmetic (the usual
+  /// case: whole nanoseconds); `nil` when a step would leave the `Int64` range.
+  static func nextGridKey(from fireKey: Int64, after nowKey: Int64, interval: Int64) -> Int64? {
+    guard nowKey >= fireKey else {
+      let (next, overflow) = fireKey.addingReportingOverflow(interval)
+      return overflow ? nil : next
+    }
+    let (gap, gapOverflow) = nowKey.subtractingReportingOverflow(fireKey)
+    guard !gapOverflow else { return nil }
+    let (next, overflow) = nowKey.addingReportingOverflow(interval - gap % interval)
+    return overflow ? nil : next
+  }
+}
