@@ -30,6 +30,10 @@ final class DemoService: @unchecked Sendable {
     var shutdownTimeout: Duration = .seconds(5)
     /// How long to wait for a reader when the JSON log is a FIFO nobody reads yet.
     var fifoWait: Duration = .seconds(5)
+    /// When set, a stall watchdog with this threshold watches every loop.
+    var stallThreshold: Duration? = nil
+    /// For tests: the second heartbeat blocks the main loop this long.
+    var injectedStall: Duration? = nil
   }
 
   /// The exit status when the JSON log lost records (EX_IOERR of sysexits.h).
@@ -98,12 +102,19 @@ final class DemoService: @unchecked Sendable {
     let metrics = LoopMetrics()
     tracer.attachToAllLoops()
     metrics.attachToAllLoops()
+    let watchdog = options.stallThreshold.map {
+      StallWatchdog(threshold: $0, reportingTo: tracer)
+    }
+    watchdog?.attachToAllLoops()
 
     say(
       "runloop-demo: run id \(tracer.runID), pid \(getpid()), \(options.workers) workers, "
         + (options.duration.map { "for \(DurationArgument($0).seconds) s" }
           ?? "until SIGTERM/SIGINT"))
     say("  JSON log: \(options.jsonLogPath)")
+    if let threshold = options.stallThreshold {
+      say("  stall watchdog: loops awake over \(DurationArgument(threshold).seconds * 1000) ms")
+    }
     if journal != nil {
       say("  journald: journalctl -t \(options.identifier) RUNLOOP_RUN=\(tracer.runID)")
     }
@@ -183,6 +194,8 @@ final class DemoService: @unchecked Sendable {
     signals.invalidate()
     progressSource.invalidate()
     mainPort.invalidate()
+    // Its last recoveries go through the tracer: closed first.
+    watchdog?.close()
     // One bound for all the sinks together: the JSON log, then every loop's journal sink.
     tracer.close(timeout: options.shutdownTimeout)
 
@@ -323,6 +336,10 @@ final class DemoService: @unchecked Sendable {
       return (state.ready, state.heartbeats)
     }
     guard ready else { return }
+    if beat == 2, let injected = options.injectedStall {
+      // Blocks the main loop inside this call-out, for the stall watchdog to see.
+      usleep(UInt32(clamping: Int(DurationArgument(injected).seconds * 1e6)))
+    }
     let ports = state.withLock { $0.checkedIn }
     var jobs: [(DemoWorker, DemoJob)] = []
     state.withLock { state in

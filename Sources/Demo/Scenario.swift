@@ -10,6 +10,7 @@ struct Scenario: Sendable {
     Scenarios.modes, Scenarios.commonModes, Scenarios.customSource, Scenarios.timersGrid,
     Scenarios.timersOverrun, Scenarios.timersTolerance, Scenarios.observers, Scenarios.performs,
     Scenarios.nestedRuns, Scenarios.ports, Scenarios.checkIn, Scenarios.threadsAndExit,
+    Scenarios.stall,
   ]
 
   static func named(_ name: String) -> Scenario? {

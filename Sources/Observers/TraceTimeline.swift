@@ -207,7 +207,8 @@ public enum TraceTimeline {
   }
 
   /// A window (nanoseconds after the trace's first record, as ``Options/from`` and
-  /// ``Options/to`` take) around the `count` slowest call-outs: from a little before the
+  /// ``Options/to`` take) around the `count` slowest call-outs (by time awake: less the
+  /// sleeps of nested runs they made): from a little before the
   /// first of them to a little after the last, so that they fill most of the picture.
   /// `nil` when the trace has no call-out.
   ///
@@ -220,9 +221,22 @@ public enum TraceTimeline {
     from: Int64, to: Int64
   )? {
     let origin = records.map(\.timestamp).min() ?? 0
-    let slowest = records.filter { $0.record == .callout }
+    // Slowest by time awake: a call-out's length less the sleeps of nested runs inside it
+    // (the longest few by length are the candidates).
+    let sleeps = records.filter { $0.record == .sleep }
+    func awake(_ callout: TraceRecord) -> Int64 {
+      let slept = sleeps.filter {
+        $0.tid == callout.tid && $0.timestamp >= callout.timestamp
+          && $0.endTimestamp <= callout.endTimestamp
+      }.reduce(Int64(0)) { $0.saturatingAdding($1.duration ?? 0) }
+      return (callout.duration ?? 0).saturatingSubtracting(slept)
+    }
+    let candidates = records.filter { $0.record == .callout }
       .sorted { ($0.duration ?? 0, $1.seq) > ($1.duration ?? 0, $0.seq) }
-      .prefix(max(count, 1))
+      .prefix(max(count, 1) * 8)
+      .map { ($0, awake($0)) }
+    let slowest = candidates.sorted { ($0.1, $1.0.seq) > ($1.1, $0.0.seq) }
+      .prefix(max(count, 1)).map(\.0)
     guard let first = slowest.map(\.timestamp).min(), let end = slowest.map(\.endTimestamp).max()
     else { return nil }
     // A margin of a quarter of the covered time on each side, and at least 0.2 ms.

@@ -7,7 +7,7 @@ import Testing
 struct ScenarioCommandTests {
   static let names = [
     "modes", "common-modes", "custom-source", "timers-grid", "timers-overrun", "timers-tolerance",
-    "observers", "performs", "nested-runs", "ports", "check-in", "threads-exit",
+    "observers", "performs", "nested-runs", "ports", "check-in", "threads-exit", "stall",
   ]
 
   @Test func listNamesEveryScenario() throws {

@@ -145,4 +145,26 @@ struct TraceTimelineTests {
     #expect(!windowed.contains("late-thread"))
     #expect(TraceTimeline.svg(from: records).contains("late-thread"))
   }
+
+  @Test func theWatchdogsStallsAreMarkedInsteadOfLongCallouts() throws {
+    var records = Self.trace()
+    // The watchdog saw the loop awake 55 ms into "opens-modal"'s nested timer, and its
+    // recovery 62 ms after it woke.
+    records.append(
+      TraceRecord(
+        run: "t", seq: 20, record: .stall, timestamp: 1_010_000_000, wallTime: 0, pid: 1,
+        tid: 7, thread: "worker", loop: 3, mode: "modal", iteration: 5, depth: 2,
+        calloutKind: "timer", calloutName: "slow", duration: 55_000_000, threadState: "R",
+        wchan: "0"))
+    records.append(
+      TraceRecord(
+        run: "t", seq: 21, record: .recovery, timestamp: 1_010_000_000, wallTime: 0, pid: 1,
+        tid: 7, thread: "worker", loop: 3, mode: "default", iteration: 6, depth: 1,
+        duration: 62_000_000))
+    let svg = try SVGElements(TraceTimeline.svg(from: records, options: .init(width: 4000)))
+    #expect(svg.withClass("stall").count == 1)
+    #expect(svg.texts().filter { $0.hasPrefix("stall: ") } == ["stall: timer: slow awake 55 ms"])
+    #expect(svg.withClass("stalled").count == 1)
+    #expect(svg.texts().contains("stall (watchdog)"))
+  }
 }
