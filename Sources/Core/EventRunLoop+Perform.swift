@@ -102,6 +102,8 @@ extension EventRunLoop {
   /// Queues `request` and wakes the loop; abandons it when the loop's thread has exited.
   /// Every perform request comes through here.
   func enqueue(_ request: PerformRequest) {
+    // One relaxed load when nothing traces call-outs (the usual case).
+    if calloutInstrumentCount.load(ordering: .relaxed) > 0 { request.queuedAt = LoopClock.now() }
     let accepted = state.withLock { state -> Bool in
       guard !state.threadExited else { return false }
       state.performQueue.append(request)

@@ -116,4 +116,30 @@ struct LoopUtilizationTests {
     #expect(text.contains("utilization 40.0%"))
     #expect(text.contains("  delay block: p50 2.0 ms, p99 2.0 ms, max 2.0 ms (1 call-outs)"))
   }
+
+  @Test func aPerformRequestsDelayRunsFromItsQueueingToItsCallout() throws {
+    let metrics = LoopMetrics()
+    let sink = CollectingSink()
+    let tracer = LoopTracer(sinks: [sink], runID: "perform-delay")
+    let snapshot = try onNewThread("perform-delay") { loop -> LoopMetricsSnapshot? in
+      metrics.attach(to: loop)
+      tracer.attach(to: loop)
+      loop.perform(name: "first") {
+        // Queued now, run after this call-out has spun for 20 ms.
+        loop.perform(name: "second") {}
+        let end = ContinuousClock.now + .milliseconds(20)
+        while ContinuousClock.now < end {}
+      }
+      try loop.run(mode: .default, timeout: .milliseconds(60))
+      metrics.detach()
+      return metrics.snapshot(of: loop)
+    }
+    tracer.close()
+    let blocks = try #require(snapshot?.delays["block"])
+    #expect(blocks.count == 2)
+    #expect(blocks.max >= 20_000_000)
+    let second = try #require(sink.all.first { $0.calloutName == "second" })
+    #expect((second.lateness ?? 0) >= 20_000_000)
+    #expect(second.dueAt.map { $0 < second.timestamp } == true)
+  }
 }
