@@ -198,12 +198,16 @@ public enum TraceTimeline {
             label: "run \(run.mode)", mode: run.mode, depth: run.depth))
       }
     }
-    // Runs first, outer before inner, so that nested runs, sleeps and call-outs are drawn
-    // over them.
-    return spans.sorted {
-      ($0.state == .waking ? $0.depth : 1_000, $0.start, $0.tid)
-        < ($1.state == .waking ? $1.depth : 1_000, $1.start, $1.tid)
+    // In drawing order: a run, then the call-outs at its depth, then the runs nested in
+    // them (so that a nested run shows over the call-out that made it), and sleeps last.
+    func layer(_ span: Span) -> Int {
+      switch span.state {
+      case .waking: 2 * span.depth
+      case .working: 2 * span.depth + 1
+      case .sleeping: 1_000
+      }
     }
+    return spans.sorted { (layer($0), $0.start, $0.tid) < (layer($1), $1.start, $1.tid) }
   }
 
   /// A window (nanoseconds after the trace's first record, as ``Options/from`` and
