@@ -1,6 +1,8 @@
 import Glibc
+import Logging
 import RunLoopCore
 import RunLoopJournal
+import RunLoopLogging
 import RunLoopObservers
 import RunLoopPorts
 import RunLoopTimers
@@ -48,6 +50,9 @@ final class DemoService: @unchecked Sendable {
   private let started = ContinuousClock.now
   // Set once in run(), before any worker starts.
   private(set) var mainPort: InProcessPort!
+  // Set once in run(), before any loop runs: the service's own log lines, to journald with
+  // the loop's context (run id, loop, mode, pass, call-out), when the journal is on.
+  private(set) var logger: Logger?
   private var progressSource: CustomInputSource!
   private var debouncer: Debouncer!
   private var workers: [DemoWorker] = []
@@ -92,6 +97,14 @@ final class DemoService: @unchecked Sendable {
           options.journalSocket.map { .socket(path: $0) } ?? .systemJournal
         journal = PerLoopJournal(identifier: options.identifier, destination: destination)
         sinks.append(journal!)
+        // Made before the tracer is attached: the provider turns the loop context on.
+        let provider = Logger.MetadataProvider.runLoop()
+        let identifier = options.identifier
+        logger = Logger(label: "runloop-demo.service") {
+          JournalLogHandler(
+            label: $0, identifier: identifier, destination: destination,
+            metadataProvider: provider)
+        }
       } else {
         StandardStreams.error(
           "runloop-demo: journald is not available (no journal answers at \(socketPath)); "
@@ -375,6 +388,9 @@ final class DemoService: @unchecked Sendable {
         + "(\(snapshot.doneByChannel[.commandBuffer] ?? 0) by command buffer, "
         + "\(snapshot.doneByChannel[.port] ?? 0) by port), "
         + "\(snapshot.progressUpdates) progress updates")
+    logger?.info(
+      "heartbeat \(beat): \(snapshot.sent) jobs sent, \(snapshot.done) done",
+      metadata: ["jobs_sent": "\(snapshot.sent)", "jobs_done": "\(snapshot.done)"])
     // Once, right after handing out a burst: the jobs finish while the loop runs the
     // critical mode, so their low-priority progress signals wait.
     if beat == 1 { criticalSection(on: .current) }
