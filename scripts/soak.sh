@@ -13,7 +13,11 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-180}
 performers=${2:-4}
-swift build -c release --product RunLoopTestHelper >/dev/null
+if ! log=$(swift build -c release --product RunLoopTestHelper 2>&1); then
+  echo "$log" >&2
+  echo "soak: the helper does not build" >&2
+  exit 2
+fi
 helper=$(swift build -c release --show-bin-path)/RunLoopTestHelper
 echo "soak: $seconds s, $performers performing threads, 2 port senders, 1 signaller"
 exec "$helper" soak "$seconds" "$performers"

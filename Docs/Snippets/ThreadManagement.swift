@@ -81,3 +81,19 @@ func exitPatternExample() throws {
   try worker.join()
   // end snippet
 }
+
+func sharedStateExample() {
+  // snippet: thread-shared-state
+  let commands = GuardedState<[String]>([])
+
+  // Any thread: append under the lock (the workbook's @synchronized block).
+  commands.withLock { $0.append("draw") }
+
+  // The loop's thread: take the whole buffer under the lock, run it after releasing it.
+  let batch = commands.withLock { buffer -> [String] in
+    defer { buffer.removeAll() }
+    return buffer
+  }
+  for command in batch { print(command) }
+  // end snippet
+}

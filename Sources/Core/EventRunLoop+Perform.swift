@@ -1,3 +1,5 @@
+import Dispatch
+
 /// Perform requests: closures run on a loop's thread, the guide's
 /// `performSelector:onThread:withObject:waitUntilDone:modes:`.
 extension EventRunLoop {
@@ -69,7 +71,9 @@ extension EventRunLoop {
       return
     }
     let request = PerformRequest(name: name, modes: modes, waitable: true, body: body)
-    enqueue(request)
+    guard enqueue(request, waitingUntil: deadline) else {
+      throw .timedOut("'\(name)' found no room in the perform queue of \(self) before its deadline")
+    }
     var outcome = request.wait(until: deadline)
     if outcome == nil {
       if request.cancel() {
@@ -100,18 +104,62 @@ extension EventRunLoop {
   }
 
   /// Queues `request` and wakes the loop; abandons it when the loop's thread has exited.
-  /// Every perform request comes through here.
-  func enqueue(_ request: PerformRequest) {
+  /// Every perform request comes through here. When the queue holds
+  /// ``performQueueLimit`` requests, a producer on another thread waits for room until
+  /// `deadline` (`nil`: for as long as it takes; see `PerformQueueBound`); returns `false`
+  /// when the deadline came first, and the request was not queued.
+  @discardableResult
+  func enqueue(_ request: PerformRequest, waitingUntil deadline: ContinuousClock.Instant? = nil)
+    -> Bool
+  {
+    let ownThread = isCurrent
     // One relaxed load when nothing traces call-outs (the usual case).
     if calloutInstrumentCount.load(ordering: .relaxed) > 0 { request.queuedAt = LoopClock.now() }
-    let accepted = state.withLock { state -> Bool in
-      guard !state.threadExited else { return false }
-      state.performQueue.append(request)
-      return true
+    while true {
+      let outcome = state.withLock { state -> EnqueueOutcome in
+        guard !state.threadExited else { return .abandoned }
+        if ownThread || state.performQueue.count < state.performBound.limit {
+          state.performQueue.append(request)
+          state.performBound.highWater = max(
+            state.performBound.highWater, state.performQueue.count)
+          return .queued
+        }
+        if let deadline, ContinuousClock.now >= deadline { return .full }
+        let room = DispatchSemaphore(value: 0)
+        state.performBound.waiters.append(room)
+        return .wait(room)
+      }
+      switch outcome {
+      case .queued:
+        // No fence before the wake-up, unlike `wakeUp()`: the queue's count was published
+        // with a sequentially consistent store, which already orders it before the wake
+        // state's read.
+        wakeState.request()
+        return true
+      case .abandoned:
+        request.abandon()
+        return true
+      case .full:
+        return false
+      case .wait(let room):
+        guard let deadline else {
+          room.wait()
+          continue
+        }
+        let (seconds, attoseconds) = (deadline - ContinuousClock.now).components
+        let nanoseconds = max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        if room.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut {
+          state.withLock { $0.performBound.waiters.removeAll { $0 === room } }
+        }
+      }
     }
-    // No fence before the wake-up, unlike `wakeUp()`: the queue's count was published with a
-    // sequentially consistent store, which already orders it before the wake state's read.
-    if accepted { wakeState.request() } else { request.abandon() }
+  }
+
+  private enum EnqueueOutcome {
+    case queued
+    case abandoned
+    case full
+    case wait(DispatchSemaphore)
   }
 
   /// Runs every perform request for `mode` queued before this call, in FIFO order (steps 3,
@@ -129,7 +177,15 @@ extension EventRunLoop {
   private func takePerformBatch(mode: LoopMode, isCommon: Bool) -> RequestList {
     var batch = RequestList()
     var dropped = RequestList()
+    var waiting: [DispatchSemaphore] = []
+    defer { for waiter in waiting { waiter.signal() } }
     state.withLock { state in
+      // Producers waiting for room try again once this batch is out of the queue.
+      defer {
+        if state.performQueue.count < state.performBound.limit {
+          waiting = state.performBound.takeWaiters()
+        }
+      }
       if state.performQueue.allSatisfy({ $0.matches(mode, modeIsCommon: isCommon) }) {
         swap(&batch, &state.performQueue)
         return

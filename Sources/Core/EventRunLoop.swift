@@ -1,4 +1,5 @@
 import CRunLoopLinux
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -228,9 +229,12 @@ public final class EventRunLoop: @unchecked Sendable {
     var watches: [DescriptorWatch] = []
     var abandoned = RequestList()
     var sources: [(CustomInputSource, LoopMode)] = []
+    var waiting: [DispatchSemaphore] = []
     state.withLock { state in
       state.threadExited = true
       swap(&abandoned, &state.performQueue)
+      // Producers waiting for room find the thread gone and abandon their requests.
+      waiting = state.performBound.takeWaiters()
       for mode in state.sources.modes {
         for source in state.sources.items(in: mode) {
           state.sources.remove(source, from: mode)
@@ -251,6 +255,7 @@ public final class EventRunLoop: @unchecked Sendable {
     local.instruments = InstrumentCache()
     dropPassSnapshot()
     while let request = abandoned.popFirst() { request.abandon() }
+    for waiter in waiting { waiter.signal() }
     for (source, mode) in sources { source.cancelHandler?(self, mode) }
     for instrument in instruments { noteInstrumentRemoved(instrument) }
     let everyLoop = processInstruments.withLock { $0 }

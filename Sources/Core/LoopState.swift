@@ -18,6 +18,7 @@ struct LoopState {
   var performQueue = RequestList() {
     didSet { published.performCount.store(performQueue.count, ordering: .sequentiallyConsistent) }
   }
+  var performBound = PerformQueueBound()
   var frames: [RunFrame] = [] {
     didSet {
       let pending = frames.contains { $0.stopRequested }

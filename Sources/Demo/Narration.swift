@@ -13,12 +13,14 @@ final class Narration: @unchecked Sendable {
     StandardStreams.out("  \(text)")
   }
 
-  /// Prints an event with the time since the scenario began and the calling thread.
-  func event(_ text: String) {
+  /// Prints an event with the time since the scenario began, the step of the sequence of
+  /// events it belongs to (blank when the caller does not say), and the calling thread.
+  func event(_ text: String, at step: SequenceStep? = nil) {
     let elapsed = ContinuousClock.now - started
     let thread = RunLoopThread.current?.name ?? "main"
+    let column = (step?.description ?? "").padding(toLength: 7)
     StandardStreams.out(
-      "    \(milliseconds(elapsed).leftPadded(to: 9, with: " "))  \(thread): \(text)")
+      "    \(milliseconds(elapsed).leftPadded(to: 9, with: " "))  \(column)  \(thread): \(text)")
   }
 
   /// Records whether `condition` holds, printing `claim` with a check mark or a cross.

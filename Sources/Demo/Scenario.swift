@@ -3,13 +3,32 @@ struct Scenario: Sendable {
   let name: String
   let title: String
   let guide: String
+  /// The article of Docs/RunLoopGuide.docc that explains it, and the section: "TimerSources.md,
+  /// Repeating timers".
+  var article: String? = nil
   let body: @Sendable (Narration) throws -> Void
 
-  /// Every scenario, in the order of the guide.
+  /// Every scenario, in the order of the guide: one line each, so that adding one is a
+  /// one-line change.
   static let all: [Scenario] = [
-    Scenarios.modes, Scenarios.commonModes, Scenarios.customSource, Scenarios.timersGrid,
-    Scenarios.timersOverrun, Scenarios.timersTolerance, Scenarios.observers, Scenarios.performs,
-    Scenarios.nestedRuns, Scenarios.ports, Scenarios.checkIn, Scenarios.threadsAndExit,
+    Scenarios.threadAttributes,
+    Scenarios.threadsAndExit,
+    Scenarios.exitFlag,
+    Scenarios.modes,
+    Scenarios.commonModes,
+    Scenarios.customSource,
+    Scenarios.ports,
+    Scenarios.checkIn,
+    Scenarios.namedPorts,
+    Scenarios.sockets,
+    Scenarios.timersGrid,
+    Scenarios.timersOverrun,
+    Scenarios.timersTolerance,
+    Scenarios.observers,
+    Scenarios.threadObserver,
+    Scenarios.performs,
+    Scenarios.nestedRuns,
+    Scenarios.mainQueue,
     Scenarios.stall,
   ]
 

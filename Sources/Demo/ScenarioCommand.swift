@@ -65,9 +65,14 @@ struct ScenarioCommand: ParsableCommand {
       tracer?.attachToAllLoops()
     }
     var failed: [String] = []
+    StandardStreams.out(SequenceStep.legend)
+    StandardStreams.out("")
     for scenario in chosen {
       StandardStreams.out("== \(scenario.name): \(scenario.title)")
-      StandardStreams.out("   (\(scenario.guide))")
+      StandardStreams.out("   guide: \(scenario.guide)")
+      if let article = scenario.article {
+        StandardStreams.out("   article: Docs/RunLoopGuide.docc/\(article)")
+      }
       let narration = Narration()
       do {
         try scenario.body(narration)

@@ -7,14 +7,15 @@ import Synchronization
 extension Scenarios {
   static let observers = Scenario(
     name: "observers", title: "Observers see each step of the run loop's sequence of events",
-    guide: "Run Loops > Run Loop Observers, The Run Loop Sequence of Events"
+    guide: "Run Loops > Run Loop Observers, The Run Loop Sequence of Events",
+    article: "SequenceOfEvents.md, Watching the steps"
   ) { narration in
     let loop = EventRunLoop.current
     let mode = LoopMode("observed")
     let seen = GuardedState<[String]>([])
     let observer = LoopObserver(activities: .allActivities, name: "narrator") { _, activity in
       seen.withLock { $0.append(activity.name) }
-      narration.event("observer: \(activity.name)")
+      narration.event("observer: \(activity.name)", at: SequenceStep(activity))
     }
     let once = Atomic<Int>(0)
     let oneShot = LoopObserver(activities: .beforeWaiting, repeats: false, name: "once") { _, _ in
@@ -27,7 +28,8 @@ extension Scenarios {
       oneShot.invalidate()
     }
     let timer = try LoopTimer(fireAt: .now + .milliseconds(60), name: "tick") { _ in
-      narration.event("timer 'tick' fired")
+      seen.withLock { $0.append("timer") }
+      narration.event("timer 'tick' fired", at: 9)
     }
     try loop.add(timer, mode: mode)
     narration.say("An observer for every activity, a one-shot observer for beforeWaiting,")
@@ -37,10 +39,24 @@ extension Scenarios {
     narration.expect(
       order.first == "entry" && order.last == "exit", "the run began with entry and ended with exit"
     )
-    let sleepIndex = order.firstIndex(of: "beforeWaiting")
-    narration.expect(
-      sleepIndex.map { order.count > $0 + 1 && order[$0 + 1] == "afterWaiting" } ?? false,
-      "beforeWaiting (going to sleep) was followed by afterWaiting (woken by the timer)")
+    narration.say("The classic puzzle: beforeTimers was announced before the sleep, yet the timer")
+    narration.say("fired after afterWaiting. Step 2 says timers MAY fire in this pass; 'tick' was")
+    narration.say("not due, so the loop slept (steps 6-7) with timerfd set to its fire date, woke")
+    narration.say(
+      "(step 8) and fired it in step 9. beforeTimers does not mean 'a timer fires now'.")
+    let firstTimers = order.firstIndex(of: "beforeTimers")
+    let sleep = order.firstIndex(of: "beforeWaiting")
+    let wake = order.firstIndex(of: "afterWaiting")
+    let fired = order.firstIndex(of: "timer")
+    if let firstTimers, let sleep, let wake, let fired {
+      narration.expect(
+        firstTimers < sleep && sleep + 1 == wake && wake < fired
+          && !order[wake..<fired].contains("beforeTimers"),
+        "beforeTimers (2) < beforeWaiting (6) < afterWaiting (8) < the timer's call-out (9),"
+          + " with no beforeTimers between the wake-up and the fire")
+    } else {
+      narration.expect(false, "the run announced timers, slept, woke and fired the timer")
+    }
     narration.expect(
       once.load(ordering: .relaxed) == 1, "the one-shot observer was called once, then removed")
     narration.expect(result == .finished, "the run returned '\(result)' once the timer was gone")
@@ -48,7 +64,8 @@ extension Scenarios {
 
   static let performs = Scenario(
     name: "performs", title: "Perform requests: run a closure on another thread's run loop",
-    guide: "Thread Management > performSelector:onThread:, Run Loops > Perform Selector Sources"
+    guide: "Run Loops > Perform Selector Sources (Table 3-2)",
+    article: "UsingRunLoopObjects.md, Perform requests"
   ) { narration in
     let loop = EventRunLoop.current
     let idle = keepAlive("idle")
@@ -70,7 +87,7 @@ extension Scenarios {
     worker.runLoop.perform {
       EventRunLoop.main.perform(name: "hello-main") {
         ranOnMain.store(EventRunLoop.current.isMain, ordering: .relaxed)
-        narration.event("ran on the main thread's loop")
+        narration.event("ran on the main thread's loop, which it woke", at: 9)
       }
     }
     let deadline = ContinuousClock.now + .seconds(2)
@@ -83,7 +100,7 @@ extension Scenarios {
     let workerThread = Atomic<Bool>(false)
     try worker.runLoop.performAndWait(name: "on-worker", deadline: .now + .seconds(2)) {
       workerThread.store(RunLoopThread.current?.name == "worker", ordering: .relaxed)
-      narration.event("ran on the worker; the main thread is waiting")
+      narration.event("ran on the worker, which it woke; the main thread is waiting", at: 9)
     }
     narration.expect(workerThread.load(ordering: .relaxed), "performAndWait returned after it ran")
 
@@ -91,7 +108,8 @@ extension Scenarios {
     let ranInSpecial = Atomic<Int>(0)
     loop.perform(inModes: [special], name: "special-only") {
       ranInSpecial.add(1, ordering: .relaxed)
-      narration.event("ran in mode '\(loop.currentMode?.name ?? "?")'")
+      narration.event(
+        "ran in mode '\(loop.currentMode?.name ?? "?")', queued before the pass began", at: 3)
     }
     _ = try loop.run(mode: .default, timeout: .milliseconds(100))
     narration.expect(ranInSpecial.load(ordering: .relaxed) == 0, "it did not run in 'default'")
@@ -103,10 +121,10 @@ extension Scenarios {
     let searches = GuardedState<[String]>([])
     for text in ["r", "ru", "run"] {
       let cancelled = loop.cancelDelayedPerforms(key: "search")
-      narration.event("typed '\(text)': cancelled \(cancelled) pending search")
+      narration.event("typed '\(text)': cancelled \(cancelled) pending search", at: .outside)
       loop.perform(after: .milliseconds(300), inModes: [.default], key: "search", name: "search") {
         searches.withLock { $0.append(text) }
-        narration.event("search for '\(text)'")
+        narration.event("search for '\(text)' (a delayed perform is a timer)", at: 9)
       }
       _ = try loop.run(mode: .default, timeout: .milliseconds(20))
     }
@@ -122,7 +140,8 @@ extension Scenarios {
 
   static let nestedRuns = Scenario(
     name: "nested-runs", title: "A call-out may run the loop again, in another mode",
-    guide: "Run Loops > Starting the Run Loop (run loops can be run recursively), Run Loop Modes"
+    guide: "Run Loops > Starting the Run Loop (run loops can be run recursively), Run Loop Modes",
+    article: "RunLoopModes.md, Nested runs and the current mode"
   ) { narration in
     let loop = EventRunLoop.current
     let modal = LoopMode("modal")
@@ -130,7 +149,7 @@ extension Scenarios {
     let watcher = LoopObserver(activities: [.entry, .exit], name: "depth") { _, activity in
       let mode = loop.currentMode?.name ?? "?"
       depths.withLock { $0.append("\(activity.name) \(mode)") }
-      narration.event("\(activity.name) of a run in '\(mode)'")
+      narration.event("\(activity.name) of a run in '\(mode)'", at: SequenceStep(activity))
     }
     loop.add(watcher, mode: .common)
     loop.add(watcher, mode: modal)
@@ -144,11 +163,11 @@ extension Scenarios {
       fireAt: .now + .milliseconds(140), every: .milliseconds(40), name: "modal-tick"
     ) { _ in
       modalTicks.add(1, ordering: .relaxed)
-      narration.event("'modal-tick' fired (nested run)")
+      narration.event("'modal-tick' fired (nested run)", at: 9)
     }
     try loop.add(modalTimer, mode: modal)
     let outer = try LoopTimer(fireAt: .now + .milliseconds(100), name: "open-dialog") { _ in
-      narration.event("'open-dialog' fired: run the loop in 'modal' for 150 ms")
+      narration.event("'open-dialog' fired: run the loop in 'modal' for 150 ms", at: 9)
       let before = backgroundFires.withLock { $0.count }
       _ = try? loop.run(mode: modal, timeout: .milliseconds(150))
       let after = backgroundFires.withLock { $0.count }

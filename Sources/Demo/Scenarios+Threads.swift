@@ -6,21 +6,22 @@ import Synchronization
 extension Scenarios {
   static let ports = Scenario(
     name: "ports", title: "Port-based sources: messages between threads, with back-pressure",
-    guide: "Run Loops > Port-Based Sources, Configuring a Port-Based Input Source"
+    guide: "Run Loops > Port-Based Sources, Configuring a Port-Based Input Source",
+    article: "PortBasedSources.md, In-process ports (the NSMachPort role)"
   ) { narration in
     let loop = EventRunLoop.current
     let replies = GuardedState<[String]>([])
     let mainPort = try InProcessPort(name: "main.port") { message in
       let text = String(decoding: message.components.first ?? [], as: UTF8.self)
       replies.withLock { $0.append(text) }
-      narration.event("reply \(message.msgid): '\(text)'")
+      narration.event("reply \(message.msgid): '\(text)'", at: 9)
     }
     try mainPort.add(to: loop, mode: .default)
     let workerPortBox = GuardedState<InProcessPort?>(nil)
     let worker = RunLoopThread(name: "worker") { thread in
       let port = try InProcessPort(name: "worker.port") { message in
         let text = String(decoding: message.components.first ?? [], as: UTF8.self)
-        narration.event("message \(message.msgid): '\(text)'")
+        narration.event("message \(message.msgid): '\(text)'", at: 9)
         try? message.sendPort?.send(
           msgid: message.msgid + 1000, components: [Array(text.uppercased().utf8)],
           before: .now + .seconds(1))
@@ -58,7 +59,7 @@ extension Scenarios {
       try small.send(msgid: 3, before: .now + .milliseconds(50))
     } catch {
       refused = (error as? RunLoopError)?.code == .queueFull
-      narration.event("third send: \(error)")
+      narration.event("third send: \(error)", at: .outside)
     }
     narration.expect(
       refused, "the third send waited 50 ms for room, then failed: nothing is dropped silently")
@@ -74,7 +75,8 @@ extension Scenarios {
   static let checkIn = Scenario(
     name: "check-in",
     title: "The check-in protocol: a new thread sends its port to the main thread",
-    guide: "Run Loops > Configuring an NSMachPort Object, Listings 3-12 to 3-15"
+    guide: "Run Loops > Configuring an NSMachPort Object, Listings 3-12 to 3-15",
+    article: "PortBasedSources.md, The check-in protocol between threads (Listings 3-12 to 3-15)"
   ) { narration in
     let loop = EventRunLoop.current
     enum ID {
@@ -91,11 +93,11 @@ extension Scenarios {
       case ID.checkIn:
         // Listing 3-13: the worker's port is the message's send port.
         workerPort.withLock { $0 = message.sendPort }
-        narration.event("check-in from '\(message.sendPort?.name ?? "?")'; port kept")
+        narration.event("check-in from '\(message.sendPort?.name ?? "?")'; port kept", at: 9)
       case ID.result:
         let text = String(decoding: message.components.first ?? [], as: UTF8.self)
         results.withLock { $0.append(text) }
-        narration.event("result: \(text)")
+        narration.event("result: \(text)", at: 9)
       default:
         break
       }
@@ -110,11 +112,11 @@ extension Scenarios {
         case ID.work:
           let numbers = message.components.first ?? []
           let sum = numbers.reduce(0) { $0 + Int($1) }
-          narration.event("work: summing \(numbers.count) numbers")
+          narration.event("work: summing \(numbers.count) numbers", at: 9)
           try? message.sendPort?.send(
             msgid: ID.result, components: [Array("sum = \(sum)".utf8)], before: .now + .seconds(1))
         case ID.exit:
-          narration.event("exit message: ending the run loop")
+          narration.event("exit message: ending the run loop", at: 9)
           done.store(true, ordering: .relaxed)
           thread.runLoop.stop()
         default:
@@ -122,7 +124,9 @@ extension Scenarios {
         }
       }
       try myPort.add(to: thread.runLoop, mode: .default)
-      narration.event("2. worker: sending the check-in message (msgid \(ID.checkIn)) with my port")
+      narration.event(
+        "2. worker: sending the check-in message (msgid \(ID.checkIn)) with my port",
+        at: .outside)
       try mainPort.send(msgid: ID.checkIn, receivePort: myPort, before: .now + .seconds(1))
       while !done.load(ordering: .relaxed) {
         _ = try thread.runLoop.run(mode: .default, timeout: .seconds(1))
@@ -158,12 +162,13 @@ extension Scenarios {
     name: "threads-exit",
     title: "Threads own run loops; a loop with nothing to do exits; joining and failures",
     guide:
-      "Thread Management > Creating a Thread, Terminating a Thread; Run Loops > Exiting the Run Loop"
+      "Thread Management > Creating a Thread, Terminating a Thread; Run Loops > Exiting the Run Loop",
+    article: "ThreadManagement.md, Ending a thread"
   ) { narration in
     narration.say("1. A thread whose loop has no sources: run() returns at once.")
     let quick = RunLoopThread(name: "no-sources") { thread in
       let result = try thread.runLoop.run()
-      narration.event("run() returned '\(result)'")
+      narration.event("run() returned '\(result)'", at: .outside)
       thread.withThreadDictionary { $0["result"] = result.rawValue }
     }
     try quick.start()
@@ -178,7 +183,7 @@ extension Scenarios {
       try thread.runLoop.add(keepAlive("idle"), mode: .default)
       let result = try thread.runLoop.run()
       passes.store(1, ordering: .relaxed)
-      narration.event("run() returned '\(result)'; the thread ends")
+      narration.event("run() returned '\(result)'; the thread ends", at: .outside)
     }
     try busy.start()
     usleep(50_000)
@@ -197,7 +202,7 @@ extension Scenarios {
     narration.say("4. An error thrown on a thread is handed to join():")
     let previous = RunLoopThread.failureHandler
     RunLoopThread.failureHandler = { thread, error in
-      narration.event("failure handler: \(thread.name) threw \(error)")
+      narration.event("failure handler: \(thread.name) threw \(error)", at: .outside)
     }
     defer { RunLoopThread.failureHandler = previous }
     let failing = RunLoopThread(name: "failing") { _ in

@@ -16,44 +16,62 @@ extension Scenarios {
   }
 
   static let timersGrid = Scenario(
-    name: "timers-grid", title: "A repeating timer stays on its grid, even after a slow fire",
-    guide: "Run Loops > Timer Sources"
+    name: "timers-grid",
+    title: "A repeating timer stays on its grid: a late fire does not move the next ones",
+    guide: "Run Loops > Timer Sources",
+    article: "TimerSources.md, One-shot and repeating timers, and the grid"
   ) { narration in
     let loop = EventRunLoop.current
     let start = ContinuousClock.now
     let step: Duration = .milliseconds(100)
-    let fires = GuardedState<[(at: Double, next: ContinuousClock.Instant)]>([])
+    let fires = GuardedState<
+      [(due: ContinuousClock.Instant, at: Double, next: ContinuousClock.Instant)]
+    >([])
     let timer = try LoopTimer(fireAt: start + step, every: step, name: "grid") { timer in
       let offset = since(start)
-      // In its call-out a repeating timer's fireDate is already its next grid point.
+      // In its call-out a repeating timer's fireDate is already its next grid point; the
+      // previous call-out's next date is this fire's due date.
       let next = timer.fireDate
-      let count = fires.withLock { list -> Int in
-        list.append((offset, next))
-        return list.count
+      let (count, due) = fires.withLock { list -> (Int, ContinuousClock.Instant) in
+        let due = list.last?.next ?? start + step
+        list.append((due, offset, next))
+        return (list.count, due)
       }
+      let dueAt = DurationArgument(due - start).seconds * 1000
       narration.event(
-        "fire \(count) at \(one(offset)) ms, next fire date \(one(DurationArgument(next - start).seconds * 1000)) ms"
-          + (count == 3 ? "; this handler works 90 ms" : ""))
-      if count == 3 { usleep(90_000) }
+        "fire \(count) due at \(one(dueAt)) ms, ran at \(one(offset)) ms (late \(one(offset - dueAt)) ms),"
+          + " next \(one(DurationArgument(next - start).seconds * 1000)) ms"
+          + (count == 3 ? "; this handler works 150 ms" : ""), at: 9)
+      if count == 3 { usleep(150_000) }
       if count == 6 { timer.invalidate() }
     }
     try loop.add(timer, mode: .default)
-    narration.say("A timer every 100 ms; the handler of its 3rd fire takes 90 ms.")
+    narration.say("A timer every 100 ms; the handler of its 3rd fire (due at 300 ms) works 150 ms,")
+    narration.say("so the 4th fire (due at 400 ms) can only run at about 450 ms.")
     _ = try loop.run(mode: .default, timeout: .seconds(3))
     timer.invalidate()
     let fired = fires.withLock { $0 }
     narration.expect(fired.count == 6, "it fired 6 times")
+    guard fired.count == 6 else { return }
+    let dueTimes = fired.map { DurationArgument($0.due - start).seconds * 1000 }
     narration.expect(
-      fired.allSatisfy { onGrid($0.next, from: start, step: step) },
-      "every next fire date was start + k x 100 ms: the slow fire did not shift the schedule")
+      fired[3].at - dueTimes[3] >= 40,
+      "the 4th fire ran \(one(fired[3].at - dueTimes[3])) ms after its due time: a late fire")
     narration.expect(
-      fired.allSatisfy { $0.at >= 99 }, "no fire came before its grid point")
+      fired.allSatisfy {
+        onGrid($0.due, from: start, step: step) && onGrid($0.next, from: start, step: step)
+      },
+      "every due and next fire date was start + k x 100 ms: the 5th was due at \(one(dueTimes[4])) ms,"
+        + " not 100 ms after the late fire")
+    narration.expect(
+      zip(fired, dueTimes).allSatisfy { $0.0.at >= $0.1 }, "no fire came before its due time")
   }
 
   static let timersOverrun = Scenario(
     name: "timers-overrun",
     title: "Missed fires of a repeating timer come as one, then it goes back on its grid",
-    guide: "Run Loops > Timer Sources (a repeating timer reschedules on its original schedule)"
+    guide: "Run Loops > Timer Sources (a repeating timer reschedules on its original schedule)",
+    article: "TimerSources.md, One-shot and repeating timers, and the grid"
   ) { narration in
     let loop = EventRunLoop.current
     let start = ContinuousClock.now
@@ -68,7 +86,7 @@ extension Scenarios {
       }
       narration.event(
         "fire \(count) at \(one(offset)) ms, next fire date \(one(DurationArgument(next - start).seconds * 1000)) ms"
-          + (count == 2 ? "; this handler works 180 ms" : ""))
+          + (count == 2 ? "; this handler works 180 ms" : ""), at: 9)
       if count == 2 { usleep(180_000) }
     }
     try loop.add(timer, mode: .default)
@@ -93,7 +111,8 @@ extension Scenarios {
   static let timersTolerance = Scenario(
     name: "timers-tolerance",
     title: "Tolerance lets the loop serve several timers with one wake-up",
-    guide: "Run Loops > Timer Sources (tolerance)"
+    guide: "Run Loops > Timer Sources (tolerance)",
+    article: "TimerSources.md, Tolerance: fewer wake-ups"
   ) { narration in
     let loop = EventRunLoop.current
     func wakeUps(tolerance: Duration, mode: LoopMode) throws -> (Int, [Double]) {
@@ -124,10 +143,10 @@ extension Scenarios {
     narration.say("Five one-shot timers due at 100, 110, 120, 130 and 140 ms.")
     let (strict, strictFires) = try wakeUps(tolerance: .zero, mode: "strict")
     narration.event(
-      "no tolerance: \(strict) wake-ups, fired at \(strictFires.map(one)) ms")
+      "no tolerance: \(strict) wake-ups, fired at \(strictFires.map(one)) ms", at: .outside)
     let (loose, looseFires) = try wakeUps(tolerance: .milliseconds(50), mode: "loose")
     narration.event(
-      "50 ms tolerance: \(loose) wake-ups, fired at \(looseFires.map(one)) ms")
+      "50 ms tolerance: \(loose) wake-ups, fired at \(looseFires.map(one)) ms", at: .outside)
     narration.expect(strictFires.count == 5 && looseFires.count == 5, "all 10 timers fired")
     narration.expect(
       loose < strict && loose <= 2,

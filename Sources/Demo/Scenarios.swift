@@ -27,7 +27,8 @@ enum Scenarios {
 
   static let modes = Scenario(
     name: "modes", title: "A run loop only serves the sources of the mode it runs in",
-    guide: "Run Loops > Run Loop Modes"
+    guide: "Run Loops > Run Loop Modes",
+    article: "RunLoopModes.md, A mode filters sources, not events"
   ) { narration in
     let loop = EventRunLoop.current
     let tracking = LoopMode("tracking")
@@ -36,7 +37,8 @@ enum Scenarios {
       fireAt: .now + .milliseconds(50), every: .milliseconds(50), name: "tracking-only"
     ) { _ in
       fires.add(1, ordering: .relaxed)
-      narration.event("timer 'tracking-only' fired in mode '\(loop.currentMode?.name ?? "?")'")
+      narration.event(
+        "timer 'tracking-only' fired in mode '\(loop.currentMode?.name ?? "?")'", at: 9)
     }
     try loop.add(timer, mode: tracking)
     let idle = keepAlive("idle")
@@ -65,7 +67,8 @@ enum Scenarios {
 
   static let commonModes = Scenario(
     name: "common-modes", title: "A source in the common modes runs in every common mode",
-    guide: "Run Loops > Run Loop Modes (common modes)"
+    guide: "Run Loops > Run Loop Modes (common modes)",
+    article: "RunLoopModes.md, The common modes"
   ) { narration in
     let loop = EventRunLoop.current
     let drag = LoopMode("drag")
@@ -101,7 +104,7 @@ enum Scenarios {
     _ = try loop.run(mode: drag, timeout: .milliseconds(150))
     let counts = byMode.withLock { $0 }
     for (key, value) in counts.sorted(by: { $0.key < $1.key }) {
-      narration.event("\(key.replacingFirst(":", with: " fired in '"))': \(value)x")
+      narration.event("\(key.replacingFirst(":", with: " fired in '"))': \(value)x", at: .outside)
     }
     narration.expect(
       (counts["common:default"] ?? 0) > 0 && (counts["common:drag"] ?? 0) > 0,
@@ -114,22 +117,27 @@ enum Scenarios {
   static let customSource = Scenario(
     name: "custom-source",
     title: "A custom input source with a command buffer (Figure 3-2)",
-    guide: "Run Loops > Defining a Custom Input Source, Listings 3-3 to 3-9"
+    guide: "Run Loops > Defining a Custom Input Source, Listings 3-3 to 3-9",
+    article: "InputSources.md, The guide's example: a command buffer (Figure 3-2)"
   ) { narration in
     let buffer = GuardedState<[String]>([])
     let performs = Atomic<Int>(0)
     let handled = GuardedState<[String]>([])
     let source = CustomInputSource(
       name: "commands",
-      schedule: { _, mode in narration.event("schedule: source added in mode '\(mode)'") },
-      cancel: { _, mode in narration.event("cancel: source removed from mode '\(mode)'") }
+      schedule: { _, mode in
+        narration.event("schedule: source added in mode '\(mode)'", at: .outside)
+      },
+      cancel: { _, mode in
+        narration.event("cancel: source removed from mode '\(mode)'", at: .outside)
+      }
     ) {
       let commands = buffer.withLock { buffer -> [String] in
         defer { buffer.removeAll() }
         return buffer
       }
       performs.add(1, ordering: .relaxed)
-      narration.event("perform: drained \(commands.count) commands \(commands)")
+      narration.event("perform: drained \(commands.count) commands \(commands)", at: 4)
       handled.withLock { $0 += commands }
     }
     let asleep = Atomic<Bool>(false)

@@ -3,10 +3,11 @@ import Histogram
 import RunLoopCore
 
 /// Per-loop measurements: iterations, time asleep and busy, utilization (busy over busy plus
-/// asleep), call-out counts and time, timer lateness, custom-source signal-to-perform latency
-/// and the delay of every kind of call-out that has a due time (p50, p99, max), as a snapshot
-/// API and, optionally, through swift-metrics (`runloop.utilization`, a gauge set at each
-/// sleep; `runloop.callout.delay`, a timer with dimensions `loop` and `kind`).
+/// asleep), call-out counts and time, timer lateness, custom-source signal-to-perform latency,
+/// the delay of every kind of call-out that has a due time (p50, p99, max) and the perform
+/// queue's depth, as a snapshot API and, optionally, through swift-metrics
+/// (`runloop.utilization`, a gauge set at each sleep; `runloop.callout.delay`, a timer with
+/// dimensions `loop` and `kind`).
 ///
 /// Attach it like a tracer. Latencies go into HdrHistogram (`hdrhistogram-swift`) rather than
 /// a hand-written histogram: constant memory, 3 significant digits at any scale.
@@ -181,13 +182,21 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
         }
       }
       switch activity {
-      case .beforeTimers: accumulator.iterations += 1
+      case .beforeTimers:
+        accumulator.iterations += 1
+        // One atomic load: the loop publishes its queue's count for its own passes.
+        accumulator.performQueueDepth = loop.queuedPerformRequests
+        accumulator.performQueueMax = max(
+          accumulator.performQueueMax, accumulator.performQueueDepth)
       case .entry: accumulator.runs += 1
       default: break
       }
       return accumulator.exported
     }
-    if activity == .beforeTimers { exported?.iterations.increment() }
+    if activity == .beforeTimers {
+      exported?.iterations.increment()
+      exported?.performQueueDepth.record(loop.queuedPerformRequests)
+    }
   }
 
   /// Counts and times call-outs; records lateness and signal latency. A call-out's time is
@@ -300,6 +309,8 @@ struct _LoopAccumulator {
   var delays: [String: Histogram<UInt64>] = [:]
   // The loop's spin statistics at its latest sleep (nil before the first one).
   var spins: LoopSpinStatistics?
+  var performQueueDepth = 0
+  var performQueueMax = 0
   let exported: _ExportedMetrics?
 
   init(exported: _ExportedMetrics?) {
@@ -366,7 +377,8 @@ struct _LoopAccumulator {
       loopID: loopID, iterations: iterations, runs: runs, asleepNanoseconds: asleepNanoseconds,
       busyNanoseconds: max(0, inRuns - asleepNanoseconds), callouts: callouts,
       timerLateness: Self.latency(timerLateness), signalToPerform: Self.latency(signalToPerform),
-      spins: spins ?? LoopSpinStatistics(spins: 0, caught: 0, spinTime: .zero))
+      spins: spins ?? LoopSpinStatistics(spins: 0, caught: 0, spinTime: .zero),
+      performQueueDepth: performQueueDepth, performQueueMax: performQueueMax)
     snapshot.delays = delays.mapValues(Self.latency)
     return snapshot
   }
@@ -388,6 +400,7 @@ final class _ExportedMetrics: Sendable {
   let spins: Counter
   let spinsCaught: Counter
   let utilization: Recorder
+  let performQueueDepth: Gauge
   private let prefix: String
   private let dimensions: [(String, String)]
   private let factory: any MetricsFactory
@@ -413,6 +426,8 @@ final class _ExportedMetrics: Sendable {
       label: "\(prefix).spins.caught", dimensions: dimensions, factory: factory)
     utilization = Recorder(
       label: "\(prefix).utilization", dimensions: dimensions, aggregate: false, factory: factory)
+    performQueueDepth = Gauge(
+      label: "\(prefix).perform.queue.depth", dimensions: dimensions, factory: factory)
   }
 
   func delayTimer(kind: String) -> CoreMetrics.Timer {

@@ -137,6 +137,20 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
   /// print("\(snapshot.spins.caught) of \(snapshot.spins.spins) polls caught work")
   /// ```
   public var spins: LoopSpinStatistics
+  /// Perform requests queued at the loop's latest pass (see
+  /// ``/RunLoopCore/EventRunLoop/queuedPerformRequests``).
+  ///
+  /// ```swift
+  /// let backlog = snapshot.performQueueDepth
+  /// ```
+  public var performQueueDepth: Int
+  /// The most perform requests seen queued at the start of a pass (at most
+  /// ``/RunLoopCore/EventRunLoop/performQueueLimit`` from other threads).
+  ///
+  /// ```swift
+  /// let worst = snapshot.performQueueMax
+  /// ```
+  public var performQueueMax: Int
   /// How long call-outs waited, by call-out kind, in nanoseconds: from the moment their
   /// work became due to the start of the call-out (a timer's fire date, a source's signal,
   /// a perform request's queueing, a port message's sending, a job's enqueueing; whatever
@@ -159,9 +173,12 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
     loopID: UInt64, iterations: UInt64, runs: UInt64, asleepNanoseconds: Int64,
     busyNanoseconds: Int64, callouts: [String: CalloutTotals], timerLateness: Latency,
     signalToPerform: Latency,
-    spins: LoopSpinStatistics = LoopSpinStatistics(spins: 0, caught: 0, spinTime: .zero)
+    spins: LoopSpinStatistics = LoopSpinStatistics(spins: 0, caught: 0, spinTime: .zero),
+    performQueueDepth: Int = 0, performQueueMax: Int = 0
   ) {
     self.spins = spins
+    self.performQueueDepth = performQueueDepth
+    self.performQueueMax = performQueueMax
     self.loopID = loopID
     self.iterations = iterations
     self.runs = runs

@@ -324,9 +324,17 @@ public final class InProcessPort: @unchecked Sendable {
   /// their slots, and hand them to the handler one at a time from `taken`. A handler that
   /// runs the loop nested comes back here and continues from the same `taken`, so a
   /// sender's messages keep their order.
+  ///
+  /// One call takes the queue once: messages sent meanwhile wait for the next pass (their
+  /// send wrote the eventfd again). Taking the queue again and again while senders kept it
+  /// full made the call-out never end under a flood, starving every other source, timer
+  /// and signal of the loop (the soak test saw a signal wait more than 10 s).
   private func deliverQueued() {
+    var tookQueue = false
     while true {
       if taken.isEmpty {
+        guard !tookQueue else { return }
+        tookQueue = true
         let refilled = state.withLock { state -> Int? in
           guard state.valid else { return nil }
           var count: UInt64 = 0

@@ -9,7 +9,7 @@ import Testing
 struct SnippetCheckTests {
   static let checkedArticles = [
     "AnatomyOfARunLoop.md", "RunLoopModes.md", "InputSources.md", "SequenceOfEvents.md",
-    "WhenToUseARunLoop.md", "UsingRunLoopObjects.md", "ThreadManagement.md",
+    "WhenToUseARunLoop.md", "UsingRunLoopObjects.md", "ThreadManagement.md", "Performance.md",
   ]
 
   static let docs: URL = URL(fileURLWithPath: #filePath)

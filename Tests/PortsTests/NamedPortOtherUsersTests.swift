@@ -47,6 +47,27 @@ struct NamedPortOtherUsersTests {
     server.invalidate()
   }
 
+  /// A server admitting another user in the per-user default registry makes its directory
+  /// searchable (0711); the default registry is still accepted as private afterwards.
+  @Test func defaultRegistryMadeSearchableForOtherUsersIsStillAccepted() throws {
+    let registry = try PortNameRegistry.standard()
+    var info = stat()
+    #expect(stat(registry.directory, &info) == 0)
+    let before = info.st_mode & 0o7777
+    defer { chmod(registry.directory, before) }
+    let name = "shared-default-\(getpid())"
+    let server = try NamedPortServer(
+      name: name, registry: registry, allowedUIDs: [getuid(), allowedUser]
+    ) { _ in nil }
+    defer {
+      server.invalidate()
+      unlink(registry.directory + "/" + name + ".lock")
+    }
+    #expect(stat(registry.directory, &info) == 0)
+    #expect(info.st_mode & 0o777 == 0o711)
+    #expect(try PortNameRegistry.standard() == registry)
+  }
+
   /// A server for this user alone keeps its socket 0600 and its directory private, so
   /// another user is stopped by the file system before any uid check.
   @Test func serverForItsOwnUserAloneKeepsSocketAndDirectoryPrivate() throws {

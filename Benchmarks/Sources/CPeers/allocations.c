@@ -25,6 +25,10 @@ uint64_t peers_heap_bytes_in_use(void) {
   return (uint64_t)(info.uordblks + info.hblkhd);
 }
 
+double peers_heap_growth(uint64_t before) {
+  return (double)peers_heap_bytes_in_use() - (double)before;
+}
+
 void *malloc(size_t size) {
   counted();
   return __libc_malloc(size);

@@ -83,7 +83,7 @@ double glib_timer_memory(long count) {
   for (long index = 0; index < count; index++) {
     timers[index] = glib_timeout(context, 3600 + (double)index);
   }
-  double per_timer = (double)(peers_heap_bytes_in_use() - before) / (double)count;
+  double per_timer = peers_heap_growth(before) / (double)count;
   for (long index = 0; index < count; index++) {
     g_source_destroy(timers[index]);
     g_source_unref(timers[index]);

@@ -73,7 +73,7 @@ double uv_timer_memory(long count) {
     uv_timer_start(timer, uv_ignore_timer, 3600000 + (uint64_t)index * 1000, 0);
     timers[index] = timer;
   }
-  double per_timer = (double)(peers_heap_bytes_in_use() - before) / (double)count;
+  double per_timer = peers_heap_growth(before) / (double)count;
   for (long index = 0; index < count; index++) {
     uv_close((uv_handle_t *)timers[index], uv_free_handle);
   }

@@ -65,7 +65,7 @@ double sd_timer_memory(long count) {
     sd_event_add_time_relative(loop, &timers[index], CLOCK_MONOTONIC,
                                3600000000u + (uint64_t)index * 1000000u, 1, sd_ignore_time, NULL);
   }
-  double per_timer = (double)(peers_heap_bytes_in_use() - before) / (double)count;
+  double per_timer = peers_heap_growth(before) / (double)count;
   for (long index = 0; index < count; index++) sd_event_source_disable_unref(timers[index]);
   sd_event_source_disable_unref(warm);
   free(timers);

@@ -50,7 +50,7 @@ enum NIOSide {
         for index in 0..<count {
           tasks.append(loop.scheduleTask(in: .seconds(3600 + Int64(index))) {})
         }
-        let perTimer = Double(peers_heap_bytes_in_use() - before) / Double(count)
+        let perTimer = peers_heap_growth(before) / Double(count)
         for task in tasks { task.cancel() }
         warm.cancel()
         return perTimer

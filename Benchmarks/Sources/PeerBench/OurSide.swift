@@ -81,7 +81,7 @@ enum OurSide {
         try loop.add(timer, mode: .default)
         timers.append(timer)
       }
-      let perTimer = Double(peers_heap_bytes_in_use() - before) / Double(count)
+      let perTimer = peers_heap_growth(before) / Double(count)
       for timer in timers { timer.invalidate() }
       warm.invalidate()
       return perTimer

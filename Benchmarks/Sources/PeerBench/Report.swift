@@ -13,6 +13,8 @@ struct ResultRow: Codable {
   /// Whether ours met the target (nil for report rows, or when ours was not measured).
   var pass: Bool?
   var note: String = ""
+  /// Sides that were measured but gave no finite figure: a broken side, which fails the run.
+  var missing: [String] = []
 
   init(
     work: String, unit: String, values: [Peer: Double], higherIsBetter: Bool,
@@ -21,7 +23,8 @@ struct ResultRow: Codable {
     self.work = work
     self.unit = unit
     self.values = Dictionary(
-      uniqueKeysWithValues: values.filter { !$0.value.isNaN }.map { ($0.key.rawValue, $0.value) })
+      uniqueKeysWithValues: values.filter { $0.value.isFinite }.map { ($0.key.rawValue, $0.value) })
+    missing = values.filter { !$0.value.isFinite }.map(\.key.rawValue).sorted()
     self.higherIsBetter = higherIsBetter
     self.target = target
     self.pass = pass
@@ -51,6 +54,11 @@ final class Report {
     }
     let verdict = row.pass.map { $0 ? " -> pass" : " -> FALLS SHORT" } ?? ""
     print("  \(row.work): \(cells.joined(separator: ", ")) \(row.unit)\(verdict)")
+  }
+
+  /// Rows where a measured side gave no finite figure, as "work: sides" lines.
+  var failures: [String] {
+    rows.filter { !$0.missing.isEmpty }.map { "\($0.work): \($0.missing.joined(separator: ", "))" }
   }
 
   func printTables() {

@@ -55,6 +55,9 @@ peers_thread_usage peers_thread_usage_now(void);
 
 // Bytes handed out by malloc and not freed (mallinfo2: uordblks + hblkhd, all arenas).
 uint64_t peers_heap_bytes_in_use(void);
+// Bytes in use now minus `before` (a reading of peers_heap_bytes_in_use), signed: the count
+// covers every thread, and one that frees while another measures can make it shrink.
+double peers_heap_growth(uint64_t before);
 
 // The versions the library headers were built against, "libuv 1.44.2" style.
 const char *peers_version(peer_kind kind);
