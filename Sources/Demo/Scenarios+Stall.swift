@@ -40,7 +40,8 @@ extension Scenarios {
 
   static let stall = Scenario(
     name: "stall", title: "A stall watchdog reports a loop stuck in a call-out, then its recovery",
-    guide: "Run Loops > When Would You Use a Run Loop? (a loop must get back to its sources)"
+    guide: "Run Loops > When Would You Use a Run Loop? (a loop must get back to its sources)",
+    article: "TracingARunLoop.md, Stalls"
   ) { narration in
     let loop = EventRunLoop.current
     let narrator = StallNarrator(narration)

@@ -543,7 +543,20 @@ struct _JournalTransport: Sendable {
     return bytes
   }
 
-  private func sendDatagram(_ fields: [(String, String)], to path: String) -> Int32 {
+  /// Sends one entry as a datagram without ever waiting: to the socket of `destination` (the
+  /// system journal's own socket for `.systemJournal`); `-EAGAIN` when journald's queue is
+  /// full. For log lines sent on the caller's thread, which a stalled journald must not hold.
+  func sendWithoutWaiting(_ fields: [(String, String)]) -> Int32 {
+    switch destination {
+    case .systemJournal:
+      return sendDatagram(fields, to: Self.systemSocketPath, flags: Int32(MSG_DONTWAIT))
+    case .socket(let path): return sendDatagram(fields, to: path, flags: Int32(MSG_DONTWAIT))
+    }
+  }
+
+  private func sendDatagram(_ fields: [(String, String)], to path: String, flags: Int32 = 0)
+    -> Int32
+  {
     let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard descriptor >= 0 else { return -errno }
     defer { close(descriptor) }
@@ -561,7 +574,7 @@ struct _JournalTransport: Sendable {
       pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
         payload.withUnsafeBytes { body in
           sendto(
-            descriptor, body.baseAddress, body.count, Int32(MSG_NOSIGNAL), socketAddress,
+            descriptor, body.baseAddress, body.count, Int32(MSG_NOSIGNAL) | flags, socketAddress,
             socklen_t(MemoryLayout<sockaddr_un>.size))
         }
       }

@@ -164,4 +164,37 @@ struct JournalLogHandlerTests {
     }
     #expect(metadata.isEmpty)
   }
+
+  @Test(.enabled(if: PrivateJournald.canStart, "needs root and systemd-journald"))
+  func aStalledJournaldNeverHoldsALogCall() throws {
+    let journald = try PrivateJournald()
+    defer { journald.terminate() }
+    let identifier = "runloop-log-stalled-\(UInt32.random(in: 0...UInt32.max))"
+    let logger = Logger(label: "stalled") {
+      JournalLogHandler(
+        label: $0, identifier: identifier, destination: .socket(path: journald.socketPath))
+    }
+    logger.info("before the stall")
+    #expect(eventually(10) { ((try? journald.entries(identifier: identifier)) ?? []).count == 1 })
+    journald.stop()
+    let droppedBefore = JournalLogHandler.droppedLines
+    // Far more lines than the socket's queue holds: with a blocking send the 11th or so
+    // would wait for ever; here every call returns, and the lines journald could not take
+    // are counted.
+    let lines = 200
+    let done = try onNewThread("logging") { _ -> Int in
+      for index in 0..<lines { logger.info("line \(index)") }
+      return lines
+    }
+    #expect(done == lines)
+    let dropped = JournalLogHandler.droppedLines - droppedBefore
+    #expect(dropped > 0 && dropped < UInt64(lines))
+    journald.resume()
+    // What the queue held arrives; lines + 1 - dropped in all.
+    #expect(
+      eventually(10) {
+        ((try? journald.entries(identifier: identifier)) ?? []).count
+          == lines + 1 - Int(dropped)
+      })
+  }
 }
