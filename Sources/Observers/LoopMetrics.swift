@@ -37,17 +37,16 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   public let labelPrefix: String
 
   private let factory: (any MetricsFactory)?
-  // Guarded by its own lock: the accumulators by loop id, and where the instrument is
-  // attached.
+  // Guarded by its own lock: the accumulators by loop id.
   private let state = GuardedState(State())
+  // Where the instrument is attached.
+  private let attachments = _Attachments()
 
   private struct State {
     var loops: [UInt64: _LoopAccumulator] = [:]
     // Last snapshots of loops whose thread exited, oldest first in exitOrder.
     var exited: [UInt64: LoopMetricsSnapshot] = [:]
     var exitOrder: [UInt64] = []
-    var attached: [EventRunLoop] = []
-    var everyLoop = false
   }
 
   /// Creates the instrument.
@@ -71,12 +70,7 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   /// metrics.attach(to: .current)
   /// ```
   public func attach(to loop: EventRunLoop) {
-    let added = state.withLock { state -> Bool in
-      guard !state.attached.contains(loop) else { return false }
-      state.attached.append(loop)
-      return true
-    }
-    if added { loop.addInstrument(self) }
+    attachments.attach(self, to: loop)
   }
 
   /// Measures every loop of the process.
@@ -85,11 +79,7 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   /// metrics.attachToAllLoops()
   /// ```
   public func attachToAllLoops() {
-    let added = state.withLock { state -> Bool in
-      defer { state.everyLoop = true }
-      return !state.everyLoop
-    }
-    if added { EventRunLoop.addProcessInstrument(self) }
+    attachments.attachToAllLoops(self)
   }
 
   /// Stops measuring; snapshots stay available.
@@ -98,15 +88,7 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   /// metrics.detach()
   /// ```
   public func detach() {
-    let (loops, everyLoop) = state.withLock { state in
-      defer {
-        state.attached.removeAll()
-        state.everyLoop = false
-      }
-      return (state.attached, state.everyLoop)
-    }
-    for loop in loops { loop.removeInstrument(self) }
-    if everyLoop { EventRunLoop.removeProcessInstrument(self) }
+    attachments.detach(self)
   }
 
   /// The measurements of `loop` so far, or `nil` when it was never seen.
@@ -145,8 +127,8 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   /// // the loop calls this on its thread as the thread exits
   /// ```
   public func runLoopThreadDidExit(_ loop: EventRunLoop) {
+    attachments.forget(loop)
     state.withLock { state in
-      state.attached.removeAll { $0 === loop }
       guard let accumulator = state.loops.removeValue(forKey: loop.id) else { return }
       state.exited[loop.id] = accumulator.snapshot(loopID: loop.id)
       state.exitOrder.append(loop.id)
@@ -431,28 +413,26 @@ final class _ExportedMetrics: Sendable {
   }
 
   func delayTimer(kind: String) -> CoreMetrics.Timer {
-    if let timer = delayTimers.withLock({ $0[kind] }) { return timer }
-    // Made with no lock held: the factory is user code.
+    timer(kind: kind, label: "\(prefix).callout.delay", in: delayTimers)
+  }
+
+  func calloutTimer(kind: String) -> CoreMetrics.Timer {
+    timer(kind: kind, label: "\(prefix).callout.duration", in: calloutTimers)
+  }
+
+  /// The timer of `kind` under `label`, made on first use, with no lock held (the factory is
+  /// user code).
+  private func timer(
+    kind: String, label: String, in cache: GuardedState<[String: CoreMetrics.Timer]>
+  ) -> CoreMetrics.Timer {
+    if let timer = cache.withLock({ $0[kind] }) { return timer }
     let made = CoreMetrics.Timer(
-      label: "\(prefix).callout.delay", dimensions: dimensions + [("kind", kind)],
-      factory: factory)
-    return delayTimers.withLock { timers in
+      label: label, dimensions: dimensions + [("kind", kind)], factory: factory)
+    return cache.withLock { timers in
       if let timer = timers[kind] { return timer }
       timers[kind] = made
       return made
     }
   }
 
-  func calloutTimer(kind: String) -> CoreMetrics.Timer {
-    if let timer = calloutTimers.withLock({ $0[kind] }) { return timer }
-    // Made with no lock held: the factory is user code.
-    let made = CoreMetrics.Timer(
-      label: "\(prefix).callout.duration", dimensions: dimensions + [("kind", kind)],
-      factory: factory)
-    return calloutTimers.withLock { timers in
-      if let timer = timers[kind] { return timer }
-      timers[kind] = made
-      return made
-    }
-  }
 }

@@ -60,14 +60,8 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   // records); any other sink takes whole records built here, on the loop thread.
   private let eventSinks: [(sink: any _TraceEventSink, source: UInt32)]
   private let recordSinks: [any TraceSink]
-  // Guarded by its own lock: where the tracer is attached.
-  private let state = GuardedState(State())
-
-  private struct State {
-    var loops: [EventRunLoop] = []
-    var everyLoop = false
-    var closed = false
-  }
+  // Where the tracer is attached, and whether it was closed.
+  private let attachments = _Attachments()
 
   /// Creates a tracer that sends its records to `sinks`.
   ///
@@ -104,12 +98,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// tracer.attach(to: .current)
   /// ```
   public func attach(to loop: EventRunLoop) {
-    let added = state.withLock { state -> Bool in
-      guard !state.closed, !state.loops.contains(loop) else { return false }
-      state.loops.append(loop)
-      return true
-    }
-    if added { loop.addInstrument(self) }
+    attachments.attach(self, to: loop)
   }
 
   /// Traces every loop of the process, present and future.
@@ -118,12 +107,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// tracer.attachToAllLoops()
   /// ```
   public func attachToAllLoops() {
-    let added = state.withLock { state -> Bool in
-      guard !state.closed, !state.everyLoop else { return false }
-      state.everyLoop = true
-      return true
-    }
-    if added { EventRunLoop.addProcessInstrument(self) }
+    attachments.attachToAllLoops(self)
   }
 
   /// Stops tracing every loop; the sinks stay open.
@@ -132,15 +116,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// tracer.detach()
   /// ```
   public func detach() {
-    let (loops, everyLoop) = state.withLock { state in
-      defer {
-        state.loops.removeAll()
-        state.everyLoop = false
-      }
-      return (state.loops, state.everyLoop)
-    }
-    for loop in loops { loop.removeInstrument(self) }
-    if everyLoop { EventRunLoop.removeProcessInstrument(self) }
+    attachments.detach(self)
   }
 
   /// Detaches, then closes every sink (which writes what they have queued). The tracer
@@ -179,11 +155,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// Marks the tracer closed, detaches and lets go of the strings; `false` when it was
   /// closed already.
   private func beginClose() -> Bool {
-    let first = state.withLock { state -> Bool in
-      defer { state.closed = true }
-      return !state.closed
-    }
-    guard first else { return false }
+    guard attachments.close() else { return false }
     detach()
     releaseTables()
     return true
@@ -203,7 +175,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// ```
   public func runLoopThreadDidExit(_ loop: EventRunLoop) {
     strings.forgetThread(loop.threadID)
-    state.withLock { state in state.loops.removeAll { $0 === loop } }
+    attachments.forget(loop)
   }
 
   /// Records an activity.

@@ -57,16 +57,15 @@ public final class StallWatchdog: RunLoopInstrument, @unchecked Sendable {
   public var interests: InstrumentInterests { [.activities, .callouts, .calloutStarts] }
 
   private let thresholdNanoseconds: Int64
-  // Guarded by its own lock: the loops watched, by id, where it is attached, the counts.
+  // Guarded by its own lock: the loops watched, by id, and the counts.
   private let state = GuardedState(State())
+  // Where the watchdog is attached, and whether it was closed.
+  private let attachments = _Attachments()
   private let wake = DispatchSemaphore(value: 0)
   private let finished = DispatchSemaphore(value: 0)
 
   private struct State {
     var loops: [UInt64: _WatchedLoop] = [:]
-    var attached: [EventRunLoop] = []
-    var everyLoop = false
-    var closed = false
     var stalls: UInt64 = 0
     var recoveries: UInt64 = 0
   }
@@ -102,12 +101,7 @@ public final class StallWatchdog: RunLoopInstrument, @unchecked Sendable {
   /// watchdog.attach(to: worker.runLoop)
   /// ```
   public func attach(to loop: EventRunLoop) {
-    let added = state.withLock { state -> Bool in
-      guard !state.closed, !state.attached.contains(loop) else { return false }
-      state.attached.append(loop)
-      return true
-    }
-    if added { loop.addInstrument(self) }
+    attachments.attach(self, to: loop)
   }
 
   /// Watches every loop of the process, present and future.
@@ -116,12 +110,7 @@ public final class StallWatchdog: RunLoopInstrument, @unchecked Sendable {
   /// watchdog.attachToAllLoops()
   /// ```
   public func attachToAllLoops() {
-    let added = state.withLock { state -> Bool in
-      guard !state.closed, !state.everyLoop else { return false }
-      state.everyLoop = true
-      return true
-    }
-    if added { EventRunLoop.addProcessInstrument(self) }
+    attachments.attachToAllLoops(self)
   }
 
   /// Stops watching every loop; the thread stays for a later attach.
@@ -130,16 +119,8 @@ public final class StallWatchdog: RunLoopInstrument, @unchecked Sendable {
   /// watchdog.detach()
   /// ```
   public func detach() {
-    let (loops, everyLoop) = state.withLock { state in
-      defer {
-        state.attached.removeAll()
-        state.everyLoop = false
-        state.loops.removeAll()
-      }
-      return (state.attached, state.everyLoop)
-    }
-    for loop in loops { loop.removeInstrument(self) }
-    if everyLoop { EventRunLoop.removeProcessInstrument(self) }
+    attachments.detach(self)
+    state.withLock { $0.loops.removeAll() }
   }
 
   /// Detaches and ends the watchdog's thread (the tracer stays open).
@@ -148,18 +129,14 @@ public final class StallWatchdog: RunLoopInstrument, @unchecked Sendable {
   /// watchdog.close()
   /// ```
   public func close() {
-    let first = state.withLock { state -> Bool in
-      defer { state.closed = true }
-      return !state.closed
-    }
-    guard first else { return }
+    guard attachments.close() else { return }
     detach()
     wake.signal()
     _ = finished.wait(timeout: .now() + .seconds(5))
   }
 
   deinit {
-    state.withLock { $0.closed = true }
+    _ = attachments.close()
     wake.signal()
   }
 
@@ -172,7 +149,7 @@ public final class StallWatchdog: RunLoopInstrument, @unchecked Sendable {
     state.withLock { ($0.stalls, $0.recoveries) }
   }
 
-  private var isClosed: Bool { state.withLock { $0.closed } }
+  private var isClosed: Bool { attachments.isClosed }
 
   /// Forgets an exited thread's loop.
   ///
@@ -180,10 +157,8 @@ public final class StallWatchdog: RunLoopInstrument, @unchecked Sendable {
   /// // the loop calls this on its thread as the thread exits
   /// ```
   public func runLoopThreadDidExit(_ loop: EventRunLoop) {
-    state.withLock { state in
-      state.loops[loop.id] = nil
-      state.attached.removeAll { $0 === loop }
-    }
+    state.withLock { $0.loops[loop.id] = nil }
+    attachments.forget(loop)
   }
 
   /// Notes when the loop woke and when it goes to sleep; a stalled loop that goes to sleep

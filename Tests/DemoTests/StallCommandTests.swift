@@ -2,16 +2,6 @@ import Foundation
 import RunLoopObservers
 import Testing
 
-/// Journal entries of `match` (after `journalctl --sync`), as field dictionaries.
-private func journalEntries(_ match: [String]) throws -> [[String: String]] {
-  _ = try runProgram("/usr/bin/journalctl", ["--sync"])
-  let result = try runProgram("/usr/bin/journalctl", ["-o", "json", "--no-pager"] + match)
-  return try result.output.split(separator: "\n").map { line in
-    let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-    return (object ?? [:]).compactMapValues { $0 as? String }
-  }
-}
-
 @Suite("runloop-demo run --stall-threshold")
 struct StallCommandTests {
   @Test(.enabled(if: journaldAvailable, "no journald could be started"))

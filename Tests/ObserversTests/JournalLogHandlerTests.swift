@@ -14,16 +14,6 @@ final class CollectingSink: TraceSink, @unchecked Sendable {
   var all: [TraceRecord] { records.withLock { $0 } }
 }
 
-/// Journal entries of `match` (after `journalctl --sync`), as field dictionaries.
-func journalEntries(_ match: [String]) throws -> [[String: String]] {
-  _ = try runProgram("/usr/bin/journalctl", ["--sync"])
-  let result = try runProgram("/usr/bin/journalctl", ["-o", "json", "--no-pager"] + match)
-  return try result.output.split(separator: "\n").map { line in
-    let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-    return (object ?? [:]).compactMapValues { $0 as? String }
-  }
-}
-
 @Suite("The user's own logs: the loop's context and the journald log handler")
 struct JournalLogHandlerTests {
   @Test(.enabled(if: journaldAvailable, "no journald could be started"))
