@@ -78,6 +78,7 @@ extension EventRunLoop {
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
     guard wantsCallouts() else { return try body() }
+    announceCallout(kind, name: name)
     let start = LoopClock.now()
     defer { reportCallout(kind, name: name, from: start, to: LoopClock.now(), dueAt: dueAt) }
     return try body()
@@ -95,6 +96,7 @@ extension EventRunLoop {
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
     guard wantsCallouts() else { return try body() }
+    announceCallout(kind, name: name)
     let start = LoopClock.now()
     defer {
       reportCallout(
@@ -110,6 +112,16 @@ extension EventRunLoop {
   private func wantsCallouts() -> Bool {
     calloutInstrumentCount.load(ordering: .relaxed) > 0 && isCurrent
       && refreshInstruments().contains(.callouts)
+  }
+
+  /// Tells the instruments that asked for call-out starts that one begins (a bit test when
+  /// none did).
+  private func announceCallout(_ kind: CalloutKind, name: String) {
+    guard local.instruments.interests.contains(.calloutStarts) else { return }
+    let info = passInfo()
+    for entry in local.instruments.entries where entry.interests.contains(.calloutStarts) {
+      entry.instrument.runLoop(self, willCallOut: kind, name: name, info)
+    }
   }
 
   private func reportCallout(

@@ -113,6 +113,8 @@ extension EventRunLoop {
     -> Bool
   {
     let ownThread = isCurrent
+    // One relaxed load when nothing traces call-outs (the usual case).
+    if calloutInstrumentCount.load(ordering: .relaxed) > 0 { request.queuedAt = LoopClock.now() }
     while true {
       let outcome = state.withLock { state -> EnqueueOutcome in
         guard !state.threadExited else { return .abandoned }

@@ -10,9 +10,23 @@ import Glibc
 /// and nowhere else.
 package enum LoopClock {
   /// One pair of readings taken at first use: maps `ContinuousClock` instants to readings.
+  /// Both read the same kernel clock, so the pair is exact only if nothing runs between the
+  /// two reads; a thread preempted there (a loaded machine at start-up) would shift every
+  /// conversion by the time it was away, for the life of the process. So the reading is
+  /// bracketed by two `ContinuousClock` reads, and the tightest of a few tries is kept.
   private static let reference: (instant: ContinuousClock.Instant, nanoseconds: Int64) = {
-    let instant = ContinuousClock.now
-    return (instant, now())
+    var best: (instant: ContinuousClock.Instant, nanoseconds: Int64, gap: Duration)?
+    for _ in 0..<16 {
+      let before = ContinuousClock.now
+      let reading = now()
+      let after = ContinuousClock.now
+      let gap = after - before
+      if best == nil || gap < best!.gap {
+        best = (before + gap / 2, reading, gap)
+      }
+      if gap < .microseconds(2) { break }
+    }
+    return (best!.instant, best!.nanoseconds)
   }()
 
   /// The current reading.

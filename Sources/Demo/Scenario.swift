@@ -30,6 +30,7 @@ struct Scenario: Sendable {
     Scenarios.nestedRuns,
     Scenarios.mainQueue,
     Scenarios.actors,
+    Scenarios.stall,
   ]
 
   static func named(_ name: String) -> Scenario? {

@@ -26,6 +26,7 @@ struct ScenarioCommandTests {
     "nested-runs",
     "main-queue",
     "actors",
+    "stall",
   ]
 
   @Test func listNamesEveryScenario() throws {
