@@ -260,8 +260,8 @@ extension EventRunLoop {
           let watch = runnableWatch(token: token, mode: mode)
         else { continue }
         if plan.returnAfterSourceHandled {
-          // Only one source per run: keep the lowest order; the others stay ready.
-          if chosen.map({ watch.order < $0.watch.order }) ?? true {
+          // Only one source per run: keep the one that goes first; the others stay ready.
+          if chosen.map({ goesFirst(watch, before: $0.watch) }) ?? true {
             chosen = (watch, mask)
           }
         } else {
@@ -272,10 +272,22 @@ extension EventRunLoop {
     }
     fireDueDeadlines(mode: mode)
     if let chosen, local.runsStarted == runsBefore {
+      local.lastChosenWatchToken = chosen.watch.token
       callOut(chosen.watch, mask: chosen.mask)
       handled = true
     }
     return handled
+  }
+
+  /// Whether `watch` goes before `other` in a run that handles one source: the lower order
+  /// first; equal orders take turns, the first token after the last one chosen going first.
+  /// `epoll` reports level-triggered descriptors in the same order pass after pass, so
+  /// without turns one that stays ready (a port its senders keep full) would be chosen by
+  /// every run and starve the others (a signal waited more than 10 s in the soak test).
+  private func goesFirst(_ watch: DescriptorWatch, before other: DescriptorWatch) -> Bool {
+    guard watch.order == other.order else { return watch.order < other.order }
+    let last = local.lastChosenWatchToken
+    return (watch.token <= last ? 1 : 0, watch.token) < (other.token <= last ? 1 : 0, other.token)
   }
 
   private func callOut(_ watch: DescriptorWatch, mask: UInt32) {

@@ -34,6 +34,35 @@ struct IdleAndDescriptorTests {
     #expect(reads == ["readable:true"])
   }
 
+  @Test func runsThatReturnAfterOneSourceTakeEqualOrderDescriptorsInTurn() throws {
+    // Two descriptors that stay readable (nobody reads them), like a port kept full by its
+    // senders next to a signal: each run handles one, and neither may starve the other.
+    let first = Pipe()
+    let second = Pipe()
+    let handled = try onNewThread { loop -> [String] in
+      let handled = GuardedState<[String]>([])
+      let watches = [(first, "first"), (second, "second")].map { pipe, name in
+        DescriptorWatch(fileDescriptor: pipe.readEnd, name: name) { _ in
+          handled.withLock { $0.append(name) }
+        }
+      }
+      for watch in watches { try loop.add(watch, mode: .default) }
+      first.writeByte()
+      second.writeByte()
+      for _ in 0..<10 {
+        let result = try loop.run(
+          mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+        #expect(result == .handledSource)
+      }
+      for watch in watches { watch.invalidate() }
+      return handled.withLock { $0 }
+    }
+    #expect(handled.count == 10)
+    #expect(handled.filter { $0 == "first" }.count == 5)
+    #expect(handled.filter { $0 == "second" }.count == 5)
+    #expect(zip(handled, handled.dropFirst()).allSatisfy { $0 != $1 })
+  }
+
   @Test func descriptorReadyInAModeThatIsNotRunningIsHeldWithoutSpinning() throws {
     let pipe = Pipe()
     let (passes, handledLater) = try onNewThread { loop -> (Int, Bool) in
