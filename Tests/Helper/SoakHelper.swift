@@ -56,6 +56,7 @@ private final class Soak: Sendable {
     let box = GuardedState<(EventRunLoop, InProcessPort)?>(nil)
     let loopThread = Thread { [self] in
       let loop = EventRunLoop.current
+      if getenv("RUNLOOP_SOAK_NO_POLLING") != nil { loop.spinLimit = .zero }
       do {
         let port = try InProcessPort(name: "soak.port", capacity: 4096) { [self] _ in
           messagesReceived.add(1, ordering: .relaxed)
