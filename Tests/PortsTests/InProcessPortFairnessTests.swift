@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import RunLoopCore
 import RunLoopPorts
+import RunLoopTestSupport
 import Synchronization
 import Testing
 
@@ -51,5 +52,36 @@ struct InProcessPortFairnessTests {
     #expect(senders.wait(timeout: .now() + 10) == .success)
     #expect(servedInTime == 20, "the source ran \(servedInTime) times of 20 during the flood")
     try finish(thread)
+  }
+
+  // A port whose handler sends it the next message stays ready on every pass, as one its
+  // senders keep full does. Runs that each handle one source (`run(mode:before:)`) take it
+  // in turn with a signal that arrives meanwhile: `epoll` reports the two in the same order
+  // every time, and the port, reported first, was chosen by every run.
+  @Test func aPortThatStaysReadyTakesTurnsWithASignalInRunsThatHandleOneSource() throws {
+    let (messages, signals) = try onNewThread("busy port") { loop -> (Int, Int) in
+      let messages = Atomic<Int>(0)
+      let signals = Atomic<Int>(0)
+      let portBox = GuardedState<InProcessPort?>(nil)
+      let port = try InProcessPort(name: "always ready", capacity: 4) { _ in
+        messages.add(1, ordering: .relaxed)
+        try? portBox.withLock { $0 }?.send(msgid: 1, before: .now)
+      }
+      portBox.withLock { $0 = port }
+      // Thread-directed: only this thread, which blocks SIGUSR2, can receive it.
+      let source = try SignalSource(signals: [SIGUSR2]) { _ in signals.add(1, ordering: .relaxed) }
+      try port.add(to: loop, mode: .default)
+      try source.add(to: loop, mode: .default)
+      try port.send(msgid: 1, before: .now)
+      pthread_kill(pthread_self(), SIGUSR2)
+      for _ in 0..<6 {
+        #expect(try loop.run(mode: .default, before: .now + .seconds(10)))
+      }
+      source.invalidate()
+      port.invalidate()
+      return (messages.load(ordering: .relaxed), signals.load(ordering: .relaxed))
+    }
+    #expect(signals == 1)
+    #expect(messages == 5)
   }
 }
