@@ -105,6 +105,14 @@ let package = Package(
       dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
       path: "Tests/Helper"
     ),
+    // Counts the loop threads' allocations during actor hops between loops. It interposes
+    // malloc, so it is a process of its own, and no test target depends on it (a test bundle
+    // links its executable dependencies in, and would get the interposed malloc, which
+    // ThreadSanitizer's runtime cannot share): `swift build` builds it with everything else.
+    .executableTarget(
+      name: "RunLoopAllocationHelper", dependencies: ["RunLoopCore", "CBenchSupport"],
+      path: "Tests/AllocationHelper"
+    ),
     // What several test targets share: starting the helper program as a real process.
     .target(
       name: "RunLoopTestSupport", dependencies: ["CRunLoopLinux", "RunLoopCore"],

@@ -103,7 +103,13 @@ extension EventRunLoop {
   /// some watch is held.
   private func restoreHeldWatches(mode: LoopMode) {
     guard self[passIn: mode].hasHeldWatches else { return }
-    let isCommon = self[passIn: mode].isCommon
+    restoreHeldWatches(mode: mode, isCommon: self[passIn: mode].isCommon)
+  }
+
+  // Out of line: the slow path of a check made every pass (see Docs/Performance.md, "What
+  // the annotations buy").
+  @inline(never)
+  private func restoreHeldWatches(mode: LoopMode, isCommon: Bool) {
     let draining = local.mainQueueDrains > 0
     state.withLock { state in
       for token in state.heldTokens {
@@ -135,6 +141,13 @@ extension EventRunLoop {
     // snapshot, without copying the list out (a retain and a release of the list and of
     // each source).
     guard self[passIn: mode].sources.contains(where: \.hasPendingSignal) else { return false }
+    return performSignalledSources(mode: mode, onlyFirst: onlyFirst)
+  }
+
+  // Out of line: the slow path of a check made every pass (see Docs/Performance.md, "What
+  // the annotations buy").
+  @inline(never)
+  private func performSignalledSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
     // Lists taken from a pool (a call-out may run the loop nested, which takes another):
     // once they have grown, a pass allocates nothing here.
     var batch = local.signalledSourceLists.popLast() ?? []
@@ -147,7 +160,11 @@ extension EventRunLoop {
     var handled = false
     for (_, _, source) in batch where source.isValid && source.consumeSignal() {
       handled = true
-      callOut(.source, name: source.name, dueAt: source.signalTime, source.performHandler)
+      if callOutsAreTraced {
+        callOut(.source, name: source.name, dueAt: source.signalTime, source.performHandler)
+      } else {
+        source.performHandler()
+      }
       if onlyFirst { break }
     }
     batch.removeAll(keepingCapacity: true)
@@ -199,6 +216,7 @@ extension EventRunLoop {
 
   /// The earliest of `runDeadline` and the deadline sources' next deadlines in `mode`.
   private func wakeDeadline(in mode: LoopMode, runDeadline: Int64?) -> Int64? {
+    guard !self[passIn: mode].deadlineSources.isEmpty else { return runDeadline }
     var wake = runDeadline
     let isCommon = self[passIn: mode].isCommon
     for source in self[passIn: mode].deadlineSources {
@@ -264,6 +282,7 @@ extension EventRunLoop {
     // Invalidated by an earlier call-out of this pass (or by another thread just now).
     guard watch.isValid else { return }
     let events = DescriptorEvents(epollMask: mask)
+    guard callOutsAreTraced else { return watch.handler(events) }
     callOut(watch.calloutKind, name: watch.name) { watch.handler(events) }
   }
 

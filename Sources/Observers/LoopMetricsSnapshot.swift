@@ -137,20 +137,29 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
   /// print("\(snapshot.spins.caught) of \(snapshot.spins.spins) polls caught work")
   /// ```
   public var spins: LoopSpinStatistics
-  /// Perform requests queued at the loop's latest pass (see
-  /// ``/RunLoopCore/EventRunLoop/queuedPerformRequests``).
+  /// Perform requests queued at the start of the loop's latest pass or before its latest
+  /// sleep, whichever came last (see ``/RunLoopCore/EventRunLoop/queuedPerformRequests``).
   ///
   /// ```swift
   /// let backlog = snapshot.performQueueDepth
   /// ```
   public var performQueueDepth: Int
-  /// The most perform requests seen queued at the start of a pass (at most
+  /// The most perform requests seen queued at the start of a pass or before a sleep (at most
   /// ``/RunLoopCore/EventRunLoop/performQueueLimit`` from other threads).
   ///
   /// ```swift
   /// let worst = snapshot.performQueueMax
   /// ```
   public var performQueueMax: Int
+  /// How long call-outs waited, by call-out kind, in nanoseconds: from the moment their
+  /// work became due to the start of the call-out (a timer's fire date, a source's signal,
+  /// a perform request's queueing, a port message's sending, a job's enqueueing; whatever
+  /// the loop or module reports as the call-out's due time).
+  ///
+  /// ```swift
+  /// let queued = snapshot.delays["block"]?.p99 ?? 0  // perform requests, queue to run
+  /// ```
+  public var delays: [String: Latency] = [:]
 
   /// Creates a snapshot (``LoopMetrics`` does this).
   ///
@@ -178,6 +187,17 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
     self.callouts = callouts
     self.timerLateness = timerLateness
     self.signalToPerform = signalToPerform
+  }
+
+  /// The loop's utilization as Node.js defines it for its event loop: busy time over busy
+  /// plus asleep time, from 0 to 1 (0 before any run).
+  ///
+  /// ```swift
+  /// if snapshot.utilization > 0.9 { print("loop \(snapshot.loopID) is saturated") }
+  /// ```
+  public var utilization: Double {
+    let total = asleepNanoseconds + busyNanoseconds
+    return total > 0 ? Double(busyNanoseconds) / Double(total) : 0
   }
 
   /// The share of run time spent asleep, from 0 to 1 (0 before any run time).

@@ -103,7 +103,7 @@ public final class LoopTimer: @unchecked Sendable {
   func withStripe<Result, Failure: Error>(
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
-    let address = UInt(bitPattern: ObjectIdentifier(self).hashValue)
+    let address = UInt(bitPattern: ObjectIdentifier(self))
     let stripe = Int(truncatingIfNeeded: (address >> 5) ^ (address >> 11)) & 63
     return try Self.stripeLocks[stripe].withLock { _ throws(Failure) -> Result in try body() }
   }
