@@ -404,4 +404,5 @@ let allSuites: [Suite] = [
         floor: raw, advantage: nil, target: ">= 0.7x raw Unix socket", pass: named / raw >= 0.7,
         note: String(format: "ours/raw = %.2f", named / raw)))
   },
+  watchdogSuite,
 ]

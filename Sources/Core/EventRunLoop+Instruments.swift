@@ -78,18 +78,25 @@ extension EventRunLoop {
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
     guard wantsCallouts() else { return try body() }
+    announceCallout(kind, name: name)
     let start = LoopClock.now()
     defer { reportCallout(kind, name: name, from: start, to: LoopClock.now(), dueAt: dueAt) }
     return try body()
   }
 
+  /// Whether some instrument anywhere wants call-outs (one atomic load; usually false). The
+  /// loop's own call-outs ask first and call ``callOut(_:name:dueAt:_:)`` only then, so an
+  /// untraced call-out does not fetch its kind (a global) or its name.
+  var callOutsAreTraced: Bool { calloutInstrumentCount.load(ordering: .relaxed) > 0 }
+
   /// ``withCallout(_:name:dueAt:_:)`` for the loop's own call-outs, with `dueAt` a
-  /// ``LoopClock`` reading: the one place every call-out of a pass goes through.
+  /// ``LoopClock`` reading: the one place every traced call-out of a pass goes through.
   package func callOut<Result, Failure: Error>(
     _ kind: CalloutKind, name: String, dueAt: Int64? = nil,
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
     guard wantsCallouts() else { return try body() }
+    announceCallout(kind, name: name)
     let start = LoopClock.now()
     defer {
       reportCallout(
@@ -105,6 +112,16 @@ extension EventRunLoop {
   private func wantsCallouts() -> Bool {
     calloutInstrumentCount.load(ordering: .relaxed) > 0 && isCurrent
       && refreshInstruments().contains(.callouts)
+  }
+
+  /// Tells the instruments that asked for call-out starts that one begins (a bit test when
+  /// none did).
+  private func announceCallout(_ kind: CalloutKind, name: String) {
+    guard local.instruments.interests.contains(.calloutStarts) else { return }
+    let info = passInfo()
+    for entry in local.instruments.entries where entry.interests.contains(.calloutStarts) {
+      entry.instrument.runLoop(self, willCallOut: kind, name: name, info)
+    }
   }
 
   private func reportCallout(
@@ -123,6 +140,13 @@ extension EventRunLoop {
   /// Tells the instruments that want activities that the loop reached `activity`.
   func notify(_ activity: LoopActivity) {
     guard refreshInstruments().contains(.activities) else { return }
+    tellInstruments(activity)
+  }
+
+  // Out of line: the slow path of a check made four times a pass (see Docs/Performance.md,
+  // "What the annotations buy").
+  @inline(never)
+  private func tellInstruments(_ activity: LoopActivity) {
     let info = passInfo()
     // Iterate a copy: an instrument may add or remove instruments while it is called.
     let entries = local.instruments.entries
@@ -162,6 +186,9 @@ extension EventRunLoop {
     return local.instruments.interests
   }
 
+  // Out of line: the slow path of the check above (see Docs/Performance.md, "What the
+  // annotations buy").
+  @inline(never)
   private func rebuildInstrumentCache(localVersion: UInt64, processVersion: UInt64) {
     assertOnLoopThread()
     let own = state.withLock { $0.instruments }

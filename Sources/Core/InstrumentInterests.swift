@@ -40,7 +40,16 @@ public struct InstrumentInterests: OptionSet, Sendable, Hashable {
   /// var interests: InstrumentInterests { [.activities, .sleeps] }
   /// ```
   public static let sleeps = InstrumentInterests(rawValue: 1 << 2)
-  /// Everything.
+  /// The start of every call-out, as it begins (with ``callouts``, which reports its end):
+  /// for an instrument that must know what a loop is doing while it does it, such as a stall
+  /// watchdog. Not part of ``all``: a loop reports call-out starts only to the instruments
+  /// that ask for them.
+  ///
+  /// ```swift
+  /// var interests: InstrumentInterests { [.activities, .callouts, .calloutStarts] }
+  /// ```
+  public static let calloutStarts = InstrumentInterests(rawValue: 1 << 3)
+  /// Activities, call-outs and sleeps.
   ///
   /// ```swift
   /// var interests: InstrumentInterests { .all }

@@ -10,9 +10,23 @@ import Glibc
 /// and nowhere else.
 package enum LoopClock {
   /// One pair of readings taken at first use: maps `ContinuousClock` instants to readings.
+  /// Both read the same kernel clock, so the pair is exact only if nothing runs between the
+  /// two reads; a thread preempted there (a loaded machine at start-up) would shift every
+  /// conversion by the time it was away, for the life of the process. So the reading is
+  /// bracketed by two `ContinuousClock` reads, and the tightest of a few tries is kept.
   private static let reference: (instant: ContinuousClock.Instant, nanoseconds: Int64) = {
-    let instant = ContinuousClock.now
-    return (instant, now())
+    var best: (instant: ContinuousClock.Instant, nanoseconds: Int64, gap: Duration)?
+    for _ in 0..<16 {
+      let before = ContinuousClock.now
+      let reading = now()
+      let after = ContinuousClock.now
+      let gap = after - before
+      if best == nil || gap < best!.gap {
+        best = (before + gap / 2, reading, gap)
+      }
+      if gap < .microseconds(2) { break }
+    }
+    return (best!.instant, best!.nanoseconds)
   }()
 
   /// The current reading.
@@ -42,8 +56,7 @@ package enum LoopClock {
   package static func nanoseconds(
     of duration: Duration, rounded rule: FloatingPointRoundingRule = .towardZero
   ) -> (nanoseconds: Int64, exact: Bool) {
-    let (quotient, remainder) = duration.attoseconds.quotientAndRemainder(
-      dividingBy: 1_000_000_000)
+    let (quotient, remainder) = dividedByBillion(duration.attoseconds)
     var whole = quotient  // rounded toward zero
     switch rule {
     case .up where remainder > 0: whole += 1
@@ -54,5 +67,20 @@ package enum LoopClock {
       return (whole > 0 ? .max : .min, false)
     }
     return (nanoseconds, remainder == 0)
+  }
+
+  /// `value / 10^9` and `value % 10^9`, rounded toward zero. Every duration shorter than
+  /// about 584 billion years takes one 128-by-64-bit hardware division
+  /// (`dividingFullWidth`), where `Int128`'s generic division is a library call several
+  /// times slower; a timer's fire date is converted on every schedule.
+  private static func dividedByBillion(_ value: Int128) -> (quotient: Int128, remainder: Int128) {
+    let billion: UInt64 = 1_000_000_000
+    let magnitude = value.magnitude
+    let high = UInt64(truncatingIfNeeded: magnitude >> 64)
+    guard high < billion else { return value.quotientAndRemainder(dividingBy: 1_000_000_000) }
+    let (quotient, remainder) = billion.dividingFullWidth(
+      (high: high, low: UInt64(truncatingIfNeeded: magnitude)))
+    return value < 0
+      ? (-Int128(quotient), -Int128(remainder)) : (Int128(quotient), Int128(remainder))
   }
 }

@@ -33,6 +33,11 @@ public protocol RunLoopInstrument: AnyObject, Sendable {
   /// The loop reached one of the six activities of the sequence of events.
   func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo)
 
+  /// The loop is about to call out into user code (only for an instrument whose
+  /// ``interests`` include ``InstrumentInterests/calloutStarts``).
+  func runLoop(
+    _ loop: EventRunLoop, willCallOut kind: CalloutKind, name: String, _ info: LoopPassInfo)
+
   /// The loop returned from a call-out into user code.
   func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
 
@@ -66,6 +71,17 @@ extension RunLoopInstrument {
   /// ```
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
   }
+
+  /// Does nothing: an instrument that does not want call-out starts need not implement it.
+  ///
+  /// ```swift
+  /// func runLoop(
+  ///   _ loop: EventRunLoop, willCallOut kind: CalloutKind, name: String, _ info: LoopPassInfo
+  /// ) { current.withLock { $0[loop.id] = name } }
+  /// ```
+  public func runLoop(
+    _ loop: EventRunLoop, willCallOut kind: CalloutKind, name: String, _ info: LoopPassInfo
+  ) {}
 
   /// Does nothing: an instrument that does not want call-outs need not implement it.
   ///

@@ -17,6 +17,7 @@ struct DemoCommand: ParsableCommand {
         runloop-demo scenario --list         the guide's concepts, one short run each
         runloop-demo countdown 10            the workbook's timer mission
         runloop-demo trace summary runloop-trace.jsonl
+        runloop-demo top runloop-trace.jsonl     the loops of a running service, live
 
       Every loop of `run` is traced: one JSON object per activity, call-out and sleep in \
       the JSON log, and the same records in journald (journalctl -t runloop-demo).
@@ -24,6 +25,7 @@ struct DemoCommand: ParsableCommand {
     version: "1.0.0",
     subcommands: [
       RunCommand.self, ScenarioCommand.self, CountdownCommand.self, TraceCommand.self,
+      TopCommand.self,
     ],
     defaultSubcommand: RunCommand.self
   )

@@ -1,6 +1,8 @@
 import Glibc
+import Logging
 import RunLoopCore
 import RunLoopJournal
+import RunLoopLogging
 import RunLoopObservers
 import RunLoopPorts
 import RunLoopTimers
@@ -30,6 +32,10 @@ final class DemoService: @unchecked Sendable {
     var shutdownTimeout: Duration = .seconds(5)
     /// How long to wait for a reader when the JSON log is a FIFO nobody reads yet.
     var fifoWait: Duration = .seconds(5)
+    /// When set, a stall watchdog with this threshold watches every loop.
+    var stallThreshold: Duration? = nil
+    /// For tests: the second heartbeat blocks the main loop this long.
+    var injectedStall: Duration? = nil
   }
 
   /// The exit status when the JSON log lost records (EX_IOERR of sysexits.h).
@@ -44,6 +50,9 @@ final class DemoService: @unchecked Sendable {
   private let started = ContinuousClock.now
   // Set once in run(), before any worker starts.
   private(set) var mainPort: InProcessPort!
+  // Set once in run(), before any loop runs: the service's own log lines, to journald with
+  // the loop's context (run id, loop, mode, pass, call-out), when the journal is on.
+  private(set) var logger: Logger?
   private var progressSource: CustomInputSource!
   private var debouncer: Debouncer!
   private var workers: [DemoWorker] = []
@@ -88,6 +97,14 @@ final class DemoService: @unchecked Sendable {
           options.journalSocket.map { .socket(path: $0) } ?? .systemJournal
         journal = PerLoopJournal(identifier: options.identifier, destination: destination)
         sinks.append(journal!)
+        // Made before the tracer is attached: the provider turns the loop context on.
+        let provider = Logger.MetadataProvider.runLoop()
+        let identifier = options.identifier
+        logger = Logger(label: "runloop-demo.service") {
+          JournalLogHandler(
+            label: $0, identifier: identifier, destination: destination,
+            metadataProvider: provider)
+        }
       } else {
         StandardStreams.error(
           "runloop-demo: journald is not available (no journal answers at \(socketPath)); "
@@ -98,12 +115,19 @@ final class DemoService: @unchecked Sendable {
     let metrics = LoopMetrics()
     tracer.attachToAllLoops()
     metrics.attachToAllLoops()
+    let watchdog = options.stallThreshold.map {
+      StallWatchdog(threshold: $0, reportingTo: tracer)
+    }
+    watchdog?.attachToAllLoops()
 
     say(
       "runloop-demo: run id \(tracer.runID), pid \(getpid()), \(options.workers) workers, "
         + (options.duration.map { "for \(DurationArgument($0).seconds) s" }
           ?? "until SIGTERM/SIGINT"))
     say("  JSON log: \(options.jsonLogPath)")
+    if let threshold = options.stallThreshold {
+      say("  stall watchdog: loops awake over \(DurationArgument(threshold).seconds * 1000) ms")
+    }
     if journal != nil {
       say("  journald: journalctl -t \(options.identifier) RUNLOOP_RUN=\(tracer.runID)")
     }
@@ -189,6 +213,8 @@ final class DemoService: @unchecked Sendable {
     signals.invalidate()
     progressSource.invalidate()
     mainPort.invalidate()
+    // Its last recoveries go through the tracer: closed first.
+    watchdog?.close()
     // One bound for all the sinks together: the JSON log, then every loop's journal sink.
     tracer.close(timeout: options.shutdownTimeout)
 
@@ -329,6 +355,10 @@ final class DemoService: @unchecked Sendable {
       return (state.ready, state.heartbeats)
     }
     guard ready else { return }
+    if beat == 2, let injected = options.injectedStall {
+      // Blocks the main loop inside this call-out, for the stall watchdog to see.
+      usleep(UInt32(clamping: Int(DurationArgument(injected).seconds * 1e6)))
+    }
     let ports = state.withLock { $0.checkedIn }
     var jobs: [(DemoWorker, DemoJob)] = []
     state.withLock { state in
@@ -364,6 +394,9 @@ final class DemoService: @unchecked Sendable {
         + "(\(snapshot.doneByChannel[.commandBuffer] ?? 0) by command buffer, "
         + "\(snapshot.doneByChannel[.port] ?? 0) by port), "
         + "\(snapshot.progressUpdates) progress updates")
+    logger?.info(
+      "heartbeat \(beat): \(snapshot.sent) jobs sent, \(snapshot.done) done",
+      metadata: ["jobs_sent": "\(snapshot.sent)", "jobs_done": "\(snapshot.done)"])
     // Once, right after handing out a burst: the jobs finish while the loop runs the
     // critical mode, so their low-priority progress signals wait.
     if beat == 1 { criticalSection(on: .current) }

@@ -74,6 +74,16 @@ struct RunCommand: ParsableCommand {
   @Option(name: .customLong("journal-socket"), help: .hidden)
   var journalSocket: String?
 
+  @Option(
+    name: .customLong("stall-threshold"),
+    help: ArgumentHelp(
+      "Report any loop awake this long without sleeping (a stall watchdog; off without it).",
+      valueName: "duration"))
+  var stallThreshold: DurationArgument?
+
+  @Option(name: .customLong("inject-stall"), help: .hidden)
+  var injectStall: DurationArgument?
+
   func validate() throws {
     guard (1...16).contains(workers) else {
       throw ValidationError("--workers must be between 1 and 16, not \(workers)")
@@ -87,7 +97,8 @@ struct RunCommand: ParsableCommand {
       options: .init(
         workers: workers, duration: duration?.duration, jsonLogPath: jsonLog,
         journal: !noJournal, journalSocket: journalSocket, identifier: identifier,
-        shutdownTimeout: shutdownTimeout.duration, fifoWait: fifoWait.duration))
+        shutdownTimeout: shutdownTimeout.duration, fifoWait: fifoWait.duration,
+        stallThreshold: stallThreshold?.duration, injectedStall: injectStall?.duration))
     let status = try service.run()
     if status != 0 { throw ExitCode(status) }
   }

@@ -29,6 +29,8 @@ struct Scenario: Sendable {
     Scenarios.performs,
     Scenarios.nestedRuns,
     Scenarios.mainQueue,
+    Scenarios.actors,
+    Scenarios.stall,
   ]
 
   static func named(_ name: String) -> Scenario? {

@@ -7,7 +7,9 @@ import RunLoopCore
 ///
 /// Each run of a loop becomes a begin/end pair (`B`/`E`, named `run <mode>`), each sleep and
 /// call-out a complete event (`X`, with its duration), the other activities instant events
-/// (`i`), and each thread's name a metadata event (`M`, `thread_name`). Timestamps are
+/// (`i`), a stall an instant event where the watchdog saw it and its recovery a complete
+/// event `stalled` over the time the loop was awake, and each thread's name a metadata event
+/// (`M`, `thread_name`). Timestamps are
 /// microseconds on the trace's monotonic clock. A run still open at the end of the trace is
 /// closed at the last timestamp, and an exit whose entry happened before tracing began is
 /// left out, so begin and end events always balance.
@@ -244,6 +246,27 @@ struct _ChromeEventConverter {
         _ChromeEvent(
           fields: [
             ("ph", .string("X")), ("name", .string("sleep")), ("cat", .string("sleep")),
+            ("dur", .double(ChromeTrace.microseconds(record.duration ?? 0))),
+          ] + base, args: args))
+    case .stall:
+      // Where the watchdog saw it, naming the call-out the loop was in.
+      if let state = record.threadState { args.append(("thread_state", .string(state))) }
+      if let wchan = record.wchan { args.append(("wchan", .string(wchan))) }
+      args.append(("awake_ms", .double(Double(record.duration ?? 0) / 1e6)))
+      emit(
+        _ChromeEvent(
+          fields: [
+            ("ph", .string("i")), ("s", .string("t")),
+            ("name", .string("stall: \(record.calloutKind ?? "-") \(record.calloutName ?? "")")),
+            ("cat", .string("stall")), ("pid", .int(pid)), ("tid", .int(tid)),
+            ("ts", .double(ChromeTrace.microseconds(record.endTimestamp))),
+          ], args: args))
+    case .recovery:
+      // The whole time the loop was awake, from waking to sleeping again.
+      emit(
+        _ChromeEvent(
+          fields: [
+            ("ph", .string("X")), ("name", .string("stalled")), ("cat", .string("stall")),
             ("dur", .double(ChromeTrace.microseconds(record.duration ?? 0))),
           ] + base, args: args))
     }

@@ -2,9 +2,12 @@ import CoreMetrics
 import Histogram
 import RunLoopCore
 
-/// Per-loop measurements: iterations, time asleep and busy, call-out counts and time, timer
-/// lateness, custom-source signal-to-perform latency (p50, p99, max) and the perform queue's
-/// depth, as a snapshot API and, optionally, through swift-metrics.
+/// Per-loop measurements: iterations, time asleep and busy, utilization (busy over busy plus
+/// asleep), call-out counts and time, timer lateness, custom-source signal-to-perform latency,
+/// the delay of every kind of call-out that has a due time (p50, p99, max) and the perform
+/// queue's depth, as a snapshot API and, optionally, through swift-metrics
+/// (`runloop.utilization`, a gauge set at each sleep; `runloop.callout.delay`, a timer with
+/// dimensions `loop` and `kind`).
 ///
 /// Attach it like a tracer. Latencies go into HdrHistogram (`hdrhistogram-swift`) rather than
 /// a hand-written histogram: constant memory, 3 significant digits at any scale.
@@ -34,17 +37,16 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   public let labelPrefix: String
 
   private let factory: (any MetricsFactory)?
-  // Guarded by its own lock: the accumulators by loop id, and where the instrument is
-  // attached.
+  // Guarded by its own lock: the accumulators by loop id.
   private let state = GuardedState(State())
+  // Where the instrument is attached.
+  private let attachments = _Attachments()
 
   private struct State {
     var loops: [UInt64: _LoopAccumulator] = [:]
     // Last snapshots of loops whose thread exited, oldest first in exitOrder.
     var exited: [UInt64: LoopMetricsSnapshot] = [:]
     var exitOrder: [UInt64] = []
-    var attached: [EventRunLoop] = []
-    var everyLoop = false
   }
 
   /// Creates the instrument.
@@ -68,12 +70,7 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   /// metrics.attach(to: .current)
   /// ```
   public func attach(to loop: EventRunLoop) {
-    let added = state.withLock { state -> Bool in
-      guard !state.attached.contains(loop) else { return false }
-      state.attached.append(loop)
-      return true
-    }
-    if added { loop.addInstrument(self) }
+    attachments.attach(self, to: loop)
   }
 
   /// Measures every loop of the process.
@@ -82,11 +79,7 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   /// metrics.attachToAllLoops()
   /// ```
   public func attachToAllLoops() {
-    let added = state.withLock { state -> Bool in
-      defer { state.everyLoop = true }
-      return !state.everyLoop
-    }
-    if added { EventRunLoop.addProcessInstrument(self) }
+    attachments.attachToAllLoops(self)
   }
 
   /// Stops measuring; snapshots stay available.
@@ -95,15 +88,7 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   /// metrics.detach()
   /// ```
   public func detach() {
-    let (loops, everyLoop) = state.withLock { state in
-      defer {
-        state.attached.removeAll()
-        state.everyLoop = false
-      }
-      return (state.attached, state.everyLoop)
-    }
-    for loop in loops { loop.removeInstrument(self) }
-    if everyLoop { EventRunLoop.removeProcessInstrument(self) }
+    attachments.detach(self)
   }
 
   /// The measurements of `loop` so far, or `nil` when it was never seen.
@@ -142,8 +127,8 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
   /// // the loop calls this on its thread as the thread exits
   /// ```
   public func runLoopThreadDidExit(_ loop: EventRunLoop) {
+    attachments.forget(loop)
     state.withLock { state in
-      state.attached.removeAll { $0 === loop }
       guard let accumulator = state.loops.removeValue(forKey: loop.id) else { return }
       state.exited[loop.id] = accumulator.snapshot(loopID: loop.id)
       state.exitOrder.append(loop.id)
@@ -220,6 +205,7 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
         } else if callout.kind == .source {
           _ = accumulator.signalToPerform.record(UInt64(max(0, latency)))
         }
+        accumulator.recordDelay(latency, kind: callout.kind.name)
       }
       return (accumulator.exported, own)
     }
@@ -227,6 +213,7 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
     // Made outside every lock of this instrument: the factory is user code.
     exported.calloutTimer(kind: callout.kind.name).recordNanoseconds(own)
     if let latency {
+      exported.delayTimer(kind: callout.kind.name).recordNanoseconds(max(0, latency))
       if callout.kind == .timer { exported.timerLateness.recordNanoseconds(max(0, latency)) }
       if callout.kind == .source { exported.signalToPerform.recordNanoseconds(max(0, latency)) }
     }
@@ -244,8 +231,8 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
     let length = _TraceClock.nanoseconds(end - start)
     let from = _TraceClock.nanoseconds(of: start)
     let spins = loop.spinStatistics
-    let (exported, newSpins, newCatches) = withAccumulator(info.loopID) {
-      accumulator -> (_ExportedMetrics?, UInt64, UInt64) in
+    let (exported, newSpins, newCatches, utilization) = withAccumulator(info.loopID) {
+      accumulator -> (_ExportedMetrics?, UInt64, UInt64, Double) in
       accumulator.noteEvent(at: from)
       accumulator.asleepNanoseconds += length
       // A sleep of a nested run is time the enclosing call-out did not spend working.
@@ -254,10 +241,12 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
       accumulator.spins = spins
       return (
         accumulator.exported, spins.spins &- (seen?.spins ?? spins.spins),
-        spins.caught &- (seen?.caught ?? spins.caught)
+        spins.caught &- (seen?.caught ?? spins.caught),
+        accumulator.utilization(at: from.saturatingAdding(length))
       )
     }
     exported?.asleep.recordNanoseconds(length)
+    exported?.utilization.record(utilization)
     if newSpins > 0 { exported?.spins.increment(by: Int64(clamping: newSpins)) }
     if newCatches > 0 { exported?.spinsCaught.increment(by: Int64(clamping: newCatches)) }
   }
@@ -298,6 +287,8 @@ struct _LoopAccumulator {
   var nested: [Int64] = []
   var timerLateness = _LoopAccumulator.makeHistogram()
   var signalToPerform = _LoopAccumulator.makeHistogram()
+  // Due time to call-out start, by call-out kind.
+  var delays: [String: Histogram<UInt64>] = [:]
   // The loop's spin statistics at its latest sleep (nil before the first one).
   var spins: LoopSpinStatistics?
   var performQueueDepth = 0
@@ -342,6 +333,18 @@ struct _LoopAccumulator {
     return max(0, duration - inner)
   }
 
+  mutating func recordDelay(_ nanoseconds: Int64, kind: String) {
+    if delays[kind] == nil { delays[kind] = Self.makeHistogram() }
+    _ = delays[kind]!.record(UInt64(max(0, nanoseconds)))
+  }
+
+  /// Busy over busy plus asleep, from the first event heard to `now`.
+  func utilization(at now: Int64) -> Double {
+    let inRuns = runNanoseconds + (runStart.map { max(0, now - $0) } ?? 0)
+    guard inRuns > 0 else { return 0 }
+    return min(1, max(0, Double(inRuns - asleepNanoseconds) / Double(inRuns)))
+  }
+
   static func makeHistogram() -> Histogram<UInt64> {
     // 1 ns to 60 s at 3 significant digits; grows past that instead of failing.
     var histogram = Histogram<UInt64>(
@@ -358,12 +361,14 @@ struct _LoopAccumulator {
     for (kind, count) in calloutCounts {
       callouts[kind] = .init(count: count, totalNanoseconds: calloutNanoseconds[kind] ?? 0)
     }
-    return LoopMetricsSnapshot(
+    var snapshot = LoopMetricsSnapshot(
       loopID: loopID, iterations: iterations, runs: runs, asleepNanoseconds: asleepNanoseconds,
       busyNanoseconds: max(0, inRuns - asleepNanoseconds), callouts: callouts,
       timerLateness: Self.latency(timerLateness), signalToPerform: Self.latency(signalToPerform),
       spins: spins ?? LoopSpinStatistics(spins: 0, caught: 0, spinTime: .zero),
       performQueueDepth: performQueueDepth, performQueueMax: performQueueMax)
+    snapshot.delays = delays.mapValues(Self.latency)
+    return snapshot
   }
 
   static func latency(_ histogram: Histogram<UInt64>) -> LoopMetricsSnapshot.Latency {
@@ -382,12 +387,15 @@ final class _ExportedMetrics: Sendable {
   let signalToPerform: CoreMetrics.Timer
   let spins: Counter
   let spinsCaught: Counter
+  let utilization: Recorder
   let performQueueDepth: Gauge
   private let prefix: String
   private let dimensions: [(String, String)]
   private let factory: any MetricsFactory
   // Guarded by its own lock: call-out timers by kind.
   private let calloutTimers = GuardedState<[String: CoreMetrics.Timer]>([:])
+  // Guarded by its own lock: delay timers by kind.
+  private let delayTimers = GuardedState<[String: CoreMetrics.Timer]>([:])
 
   init(prefix: String, loopID: UInt64, factory: any MetricsFactory) {
     self.prefix = prefix
@@ -404,20 +412,33 @@ final class _ExportedMetrics: Sendable {
     spins = Counter(label: "\(prefix).spins", dimensions: dimensions, factory: factory)
     spinsCaught = Counter(
       label: "\(prefix).spins.caught", dimensions: dimensions, factory: factory)
+    utilization = Recorder(
+      label: "\(prefix).utilization", dimensions: dimensions, aggregate: false, factory: factory)
     performQueueDepth = Gauge(
       label: "\(prefix).perform.queue.depth", dimensions: dimensions, factory: factory)
   }
 
+  func delayTimer(kind: String) -> CoreMetrics.Timer {
+    timer(kind: kind, label: "\(prefix).callout.delay", in: delayTimers)
+  }
+
   func calloutTimer(kind: String) -> CoreMetrics.Timer {
-    if let timer = calloutTimers.withLock({ $0[kind] }) { return timer }
-    // Made with no lock held: the factory is user code.
+    timer(kind: kind, label: "\(prefix).callout.duration", in: calloutTimers)
+  }
+
+  /// The timer of `kind` under `label`, made on first use, with no lock held (the factory is
+  /// user code).
+  private func timer(
+    kind: String, label: String, in cache: GuardedState<[String: CoreMetrics.Timer]>
+  ) -> CoreMetrics.Timer {
+    if let timer = cache.withLock({ $0[kind] }) { return timer }
     let made = CoreMetrics.Timer(
-      label: "\(prefix).callout.duration", dimensions: dimensions + [("kind", kind)],
-      factory: factory)
-    return calloutTimers.withLock { timers in
+      label: label, dimensions: dimensions + [("kind", kind)], factory: factory)
+    return cache.withLock { timers in
       if let timer = timers[kind] { return timer }
       timers[kind] = made
       return made
     }
   }
+
 }

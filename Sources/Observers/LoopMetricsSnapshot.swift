@@ -151,6 +151,15 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
   /// let worst = snapshot.performQueueMax
   /// ```
   public var performQueueMax: Int
+  /// How long call-outs waited, by call-out kind, in nanoseconds: from the moment their
+  /// work became due to the start of the call-out (a timer's fire date, a source's signal,
+  /// a perform request's queueing, a port message's sending, a job's enqueueing; whatever
+  /// the loop or module reports as the call-out's due time).
+  ///
+  /// ```swift
+  /// let queued = snapshot.delays["block"]?.p99 ?? 0  // perform requests, queue to run
+  /// ```
+  public var delays: [String: Latency] = [:]
 
   /// Creates a snapshot (``LoopMetrics`` does this).
   ///
@@ -178,6 +187,17 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
     self.callouts = callouts
     self.timerLateness = timerLateness
     self.signalToPerform = signalToPerform
+  }
+
+  /// The loop's utilization as Node.js defines it for its event loop: busy time over busy
+  /// plus asleep time, from 0 to 1 (0 before any run).
+  ///
+  /// ```swift
+  /// if snapshot.utilization > 0.9 { print("loop \(snapshot.loopID) is saturated") }
+  /// ```
+  public var utilization: Double {
+    let total = asleepNanoseconds + busyNanoseconds
+    return total > 0 ? Double(busyNanoseconds) / Double(total) : 0
   }
 
   /// The share of run time spent asleep, from 0 to 1 (0 before any run time).

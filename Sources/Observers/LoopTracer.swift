@@ -43,12 +43,16 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// let sinks = tracer.sinks
   /// ```
   public let sinks: [any TraceSink]
-  /// The tracer wants activities, call-outs and sleeps.
+  /// The tracer wants activities, call-outs and sleeps; and call-out starts too while
+  /// ``LoopContext/isPublished`` is on (so that the context names the call-out a loop is
+  /// in). A loop reads this when the tracer is attached.
   ///
   /// ```swift
   /// let interests = tracer.interests
   /// ```
-  public var interests: InstrumentInterests { .all }
+  public var interests: InstrumentInterests {
+    LoopContext.isPublished ? InstrumentInterests.all.union(.calloutStarts) : .all
+  }
 
   // The tracer's strings, record numbers and thread names, under one lock.
   private let strings: _TraceStrings
@@ -56,14 +60,8 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   // records); any other sink takes whole records built here, on the loop thread.
   private let eventSinks: [(sink: any _TraceEventSink, source: UInt32)]
   private let recordSinks: [any TraceSink]
-  // Guarded by its own lock: where the tracer is attached.
-  private let state = GuardedState(State())
-
-  private struct State {
-    var loops: [EventRunLoop] = []
-    var everyLoop = false
-    var closed = false
-  }
+  // Where the tracer is attached, and whether it was closed.
+  private let attachments = _Attachments()
 
   /// Creates a tracer that sends its records to `sinks`.
   ///
@@ -100,12 +98,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// tracer.attach(to: .current)
   /// ```
   public func attach(to loop: EventRunLoop) {
-    let added = state.withLock { state -> Bool in
-      guard !state.closed, !state.loops.contains(loop) else { return false }
-      state.loops.append(loop)
-      return true
-    }
-    if added { loop.addInstrument(self) }
+    attachments.attach(self, to: loop)
   }
 
   /// Traces every loop of the process, present and future.
@@ -114,12 +107,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// tracer.attachToAllLoops()
   /// ```
   public func attachToAllLoops() {
-    let added = state.withLock { state -> Bool in
-      guard !state.closed, !state.everyLoop else { return false }
-      state.everyLoop = true
-      return true
-    }
-    if added { EventRunLoop.addProcessInstrument(self) }
+    attachments.attachToAllLoops(self)
   }
 
   /// Stops tracing every loop; the sinks stay open.
@@ -128,15 +116,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// tracer.detach()
   /// ```
   public func detach() {
-    let (loops, everyLoop) = state.withLock { state in
-      defer {
-        state.loops.removeAll()
-        state.everyLoop = false
-      }
-      return (state.loops, state.everyLoop)
-    }
-    for loop in loops { loop.removeInstrument(self) }
-    if everyLoop { EventRunLoop.removeProcessInstrument(self) }
+    attachments.detach(self)
   }
 
   /// Detaches, then closes every sink (which writes what they have queued). The tracer
@@ -175,11 +155,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// Marks the tracer closed, detaches and lets go of the strings; `false` when it was
   /// closed already.
   private func beginClose() -> Bool {
-    let first = state.withLock { state -> Bool in
-      defer { state.closed = true }
-      return !state.closed
-    }
-    guard first else { return false }
+    guard attachments.close() else { return false }
     detach()
     releaseTables()
     return true
@@ -199,7 +175,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
   /// ```
   public func runLoopThreadDidExit(_ loop: EventRunLoop) {
     strings.forgetThread(loop.threadID)
-    state.withLock { state in state.loops.removeAll { $0 === loop } }
+    attachments.forget(loop)
   }
 
   /// Records an activity.
@@ -214,6 +190,20 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
     var event = makeEvent(.activity, loop, info, timestamp: _TraceClock.monotonicNow())
     event.activity = activity.rawValue
     send(&event, mode: info.mode.name)
+  }
+
+  /// Notes the call-out the loop enters in the thread's ``LoopContext`` (only asked for while
+  /// the context is published); records nothing.
+  ///
+  /// ```swift
+  /// LoopContext.isPublished = true  // before attaching the tracer
+  /// ```
+  public func runLoop(
+    _ loop: EventRunLoop, willCallOut kind: CalloutKind, name: String, _ info: LoopPassInfo
+  ) {
+    guard _loopContextPublished.load(ordering: .relaxed) else { return }
+    _LoopContextSlot.forCurrentThread.beginCallout(
+      kind: kind.name, name: name, run: runID, info)
   }
 
   /// Records a call-out, with its lateness when it had a due time.
@@ -295,6 +285,18 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
       // Closed: a loop that had not yet seen the detach still called.
       return
     }
+  }
+
+  /// Sends a whole record of this tracer (numbered here) to every sink: for records made off
+  /// the loop thread, such as the ``StallWatchdog``'s. Returns `false` once the tracer is
+  /// closed.
+  func emitWhole(_ make: (_ seq: UInt64) -> TraceRecord) -> Bool {
+    strings.stampWhole(make, sinks: sinks)
+  }
+
+  /// The thread name the tracer uses for `tid` (read from `/proc` when first asked).
+  func threadName(_ tid: Int32) -> String {
+    strings.threadName(tid)
   }
 
   /// Tells each sink of this package that no event of this tracer follows, so that it

@@ -27,10 +27,11 @@ public enum TraceLog {
       } catch {
         throw .invalidArgument("line \(index + 1) is not a trace record: \(error)")
       }
-      guard record.version == TraceRecord.schemaVersion else {
+      guard TraceRecord.readableVersions.contains(record.version) else {
         throw .invalidArgument(
           "line \(index + 1) has schema version \(record.version); this reader knows "
-            + "\(TraceRecord.schemaVersion)")
+            + "\(TraceRecord.readableVersions.lowerBound) to "
+            + "\(TraceRecord.readableVersions.upperBound)")
       }
       records.append(record)
     }

@@ -1,5 +1,5 @@
 extension TraceRecord {
-  /// The record as one line of JSON (schema version 1), keys in schema order, ending in a
+  /// The record as one line of JSON (schema version 2), keys in schema order, ending in a
   /// newline.
   ///
   /// ```swift
@@ -72,6 +72,16 @@ extension TraceRecord {
     if let lateness {
       buffer.write(#","lateness_ns":"#)
       buffer.writeDecimal(lateness)
+    }
+    buffer.reserve(512)
+    if let threadState {
+      buffer.write(#","thread_state":"#)
+      buffer.writeQuoted(threadState)
+    }
+    buffer.reserve(512)
+    if let wchan {
+      buffer.write(#","wchan":"#)
+      buffer.writeQuoted(wchan)
     }
     buffer.write("}\n")
   }

@@ -10,12 +10,20 @@
 /// }
 /// ```
 public struct TraceRecord: Sendable, Hashable, Codable {
-  /// The schema version this type writes; readers accept this version.
+  /// The schema version this type writes.
   ///
   /// ```swift
   /// assert(record.version == TraceRecord.schemaVersion)
   /// ```
-  public static let schemaVersion = 1
+  public static let schemaVersion = 2
+
+  /// The schema versions ``TraceLog`` reads: version 1 is version 2 without the stall and
+  /// recovery records and their keys.
+  ///
+  /// ```swift
+  /// assert(TraceRecord.readableVersions.contains(record.version))
+  /// ```
+  public static let readableVersions: ClosedRange<Int> = 1...2
 
   /// What a record describes.
   ///
@@ -29,6 +37,12 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     case callout
     /// The loop woke from a sleep.
     case sleep
+    /// The stall watchdog found the loop awake past its threshold without sleeping; the
+    /// record names the call-out it is in and how long it has been awake (`duration_ns`).
+    case stall
+    /// A stalled loop went back to sleep (or left its run); `duration_ns` is how long it was
+    /// awake in all.
+    case recovery
   }
 
   /// The schema version of the record (``schemaVersion``).
@@ -147,6 +161,20 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// let lateness = record.lateness
   /// ```
   public var lateness: Int64?
+  /// The stalled thread's scheduling state as the kernel reported it when the stall was seen
+  /// (`R` running, `S` sleeping, `D` in uninterruptible wait...); only in stall records.
+  ///
+  /// ```swift
+  /// if record.threadState == "R" { print("spinning on the CPU") }
+  /// ```
+  public var threadState: String?
+  /// Where in the kernel the stalled thread waited (`/proc/.../wchan`: `futex_wait_queue` for
+  /// a lock, `do_epoll_wait`...), `0` when running; only in stall records.
+  ///
+  /// ```swift
+  /// let waitingIn = record.wchan
+  /// ```
+  public var wchan: String?
 
   /// Creates a record (the tracer does this; tools and tests may too).
   ///
@@ -160,7 +188,8 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     timestamp: Int64, wallTime: Int64, pid: Int32, tid: Int32, thread: String, loop: UInt64,
     mode: String, iteration: UInt64, depth: Int, activity: String? = nil,
     calloutKind: String? = nil, calloutName: String? = nil, duration: Int64? = nil,
-    dueAt: Int64? = nil, lateness: Int64? = nil
+    dueAt: Int64? = nil, lateness: Int64? = nil, threadState: String? = nil,
+    wchan: String? = nil
   ) {
     self.version = version
     self.run = run
@@ -181,9 +210,11 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     self.duration = duration
     self.dueAt = dueAt
     self.lateness = lateness
+    self.threadState = threadState
+    self.wchan = wchan
   }
 
-  /// The JSON keys (schema version 1). The journald field of a key is `RUNLOOP_` followed by
+  /// The JSON keys (schema version 2). The journald field of a key is `RUNLOOP_` followed by
   /// the key in upper case.
   enum CodingKeys: String, CodingKey, CaseIterable {
     case version = "v"
@@ -205,6 +236,8 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     case duration = "duration_ns"
     case dueAt = "due_ns"
     case lateness = "lateness_ns"
+    case threadState = "thread_state"
+    case wchan
   }
 
   /// The record as `(key, value)` pairs in schema order, values as their JSON text without
@@ -227,6 +260,8 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     if let duration { result.append(("duration_ns", String(duration))) }
     if let dueAt { result.append(("due_ns", String(dueAt))) }
     if let lateness { result.append(("lateness_ns", String(lateness))) }
+    if let threadState { result.append(("thread_state", threadState)) }
+    if let wchan { result.append(("wchan", wchan)) }
     return result
   }
 

@@ -1,7 +1,8 @@
 import Histogram
 
-/// A summary of a trace per loop: iterations, share of time asleep, the call-outs that took
-/// the most time, and timer lateness.
+/// A summary of a trace per loop: iterations, share of time asleep, utilization (busy over
+/// busy plus asleep, in runs), the delay of each kind of call-out from its due time, stalls,
+/// the call-outs that took the most time, and timer lateness.
 ///
 /// ```swift
 /// let summary = TraceSummary(records: try TraceLog.read(contentsOf: "/tmp/loop.jsonl"))
@@ -62,6 +63,37 @@ public struct TraceSummary: Sendable, Hashable {
     /// let timerLateness = summary.loops[0].timerLateness
     /// ```
     public var timerLateness: LoopMetricsSnapshot.Latency
+    /// Nanoseconds in runs (outermost entry to exit; a run the trace began or ended inside of
+    /// counts from the loop's first record or to its last).
+    ///
+    /// ```swift
+    /// let inRuns = summary.loops[0].runNanoseconds
+    /// ```
+    public var runNanoseconds: Int64 = 0
+    /// How long call-outs waited from their due time to their start, by call-out kind
+    /// (records with `lateness_ns`).
+    ///
+    /// ```swift
+    /// let performDelay = summary.loops[0].delays["block"]?.p99
+    /// ```
+    public var delays: [String: LoopMetricsSnapshot.Latency] = [:]
+    /// Stalls the watchdog reported (`stall` records).
+    ///
+    /// ```swift
+    /// let stalls = summary.loops[0].stalls
+    /// ```
+    public var stalls: Int = 0
+
+    /// Busy over busy plus asleep, in runs: `(runNanoseconds - asleepNanoseconds) /
+    /// runNanoseconds`, from 0 to 1.
+    ///
+    /// ```swift
+    /// let utilization = summary.loops[0].utilization
+    /// ```
+    public var utilization: Double {
+      guard runNanoseconds > 0 else { return 0 }
+      return min(1, max(0, 1 - Double(asleepNanoseconds) / Double(runNanoseconds)))
+    }
 
     /// The share of the loop's span spent asleep, from 0 to 1.
     ///
@@ -144,6 +176,13 @@ public struct TraceSummary: Sendable, Hashable {
       var asleep: Int64 = 0
       var callouts: [String: Callout] = [:]
       var lateness: Histogram<UInt64>
+      var delays: [String: Histogram<UInt64>] = [:]
+      var stalls = 0
+      // Outermost runs: the ended ones' total, when the open one began, and whether any
+      // entry or exit was seen (a trace inside one run has neither).
+      var inRuns: Int64 = 0
+      var runStart: Int64?
+      var sawRunEdge = false
     }
 
     private var loops: [UInt64: Totals] = [:]
@@ -179,6 +218,20 @@ public struct TraceSummary: Sendable, Hashable {
       switch record.record {
       case .activity:
         if record.activity == "beforeTimers" { totals.iterations += 1 }
+        if record.depth == 1 && record.activity == "entry" {
+          totals.runStart = record.timestamp
+          totals.sawRunEdge = true
+        } else if record.depth == 1 && record.activity == "exit" {
+          let start = totals.runStart ?? totals.first
+          totals.inRuns = totals.inRuns.saturatingAdding(
+            record.timestamp.saturatingSubtracting(start))
+          totals.runStart = nil
+          totals.sawRunEdge = true
+        }
+      case .stall:
+        totals.stalls += 1
+      case .recovery:
+        break
       case .sleep:
         // Saturating: the summary reads logs written by anyone, damaged ones included.
         totals.asleep = totals.asleep.saturatingAdding(record.duration ?? 0)
@@ -195,6 +248,11 @@ public struct TraceSummary: Sendable, Hashable {
         if record.calloutKind == "timer", let late = record.lateness {
           _ = totals.lateness.record(UInt64(max(0, late)))
         }
+        if let late = record.lateness {
+          let kind = record.calloutKind ?? ""
+          if totals.delays[kind] == nil { totals.delays[kind] = _LoopAccumulator.makeHistogram() }
+          _ = totals.delays[kind]!.record(UInt64(max(0, late)))
+        }
       }
     }
 
@@ -207,7 +265,7 @@ public struct TraceSummary: Sendable, Hashable {
       TraceSummary(
         loops: loops.keys.sorted().map { id in
           let totals = loops[id]!
-          return Loop(
+          var loop = Loop(
             loop: id, thread: totals.thread, tid: totals.tid, iterations: totals.iterations,
             spanNanoseconds: totals.last.saturatingSubtracting(totals.first),
             asleepNanoseconds: totals.asleep,
@@ -216,6 +274,17 @@ public struct TraceSummary: Sendable, Hashable {
                 ($0.totalNanoseconds, $1.name) > ($1.totalNanoseconds, $0.name)
               }.prefix(top)),
             timerLateness: _LoopAccumulator.latency(totals.lateness))
+          // A run open at the end counts to the last record; a trace that saw no entry or
+          // exit lies inside one run.
+          var inRuns = totals.inRuns
+          if let start = totals.runStart {
+            inRuns = inRuns.saturatingAdding(totals.last.saturatingSubtracting(start))
+          }
+          loop.runNanoseconds =
+            totals.sawRunEdge ? inRuns : totals.last.saturatingSubtracting(totals.first)
+          loop.delays = totals.delays.mapValues(_LoopAccumulator.latency)
+          loop.stalls = totals.stalls
+          return loop
         })
     }
   }
@@ -233,9 +302,16 @@ public struct TraceSummary: Sendable, Hashable {
     var lines: [String] = []
     for loop in loops {
       let percent = Int((loop.asleepFraction * 100).rounded())
+      let utilization = (loop.utilization * 1000).rounded() / 10
       lines.append(
         "loop \(loop.loop) (\(loop.thread), tid \(loop.tid)): \(loop.iterations) iterations, "
-          + "\(percent)% asleep over \(ms(loop.spanNanoseconds))")
+          + "\(percent)% asleep over \(ms(loop.spanNanoseconds)), utilization \(utilization)%"
+          + (loop.stalls > 0 ? ", \(loop.stalls) stall\(loop.stalls == 1 ? "" : "s")" : ""))
+      for (kind, delay) in loop.delays.sorted(by: { $0.key < $1.key }) {
+        lines.append(
+          "  delay \(kind): p50 \(ms(delay.p50)), p99 \(ms(delay.p99)), max \(ms(delay.max)) "
+            + "(\(delay.count) call-outs)")
+      }
       if loop.timerLateness.count > 0 {
         lines.append(
           "  timer lateness: p50 \(ms(loop.timerLateness.p50)), "

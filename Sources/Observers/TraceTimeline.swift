@@ -2,7 +2,7 @@
 /// band shaded by the run's mode (a nested run as a narrower band inside it), when the loop
 /// slept (blue), and its call-outs coloured by kind and labelled with their names where they
 /// are wide enough, on a time axis in milliseconds from the trace's first record. Call-outs
-/// longer than a threshold are marked as stalls (red). A window (``Options/from`` and
+/// longer than a threshold, awake all along, are marked as stalls (red). A window (``Options/from`` and
 /// ``Options/to``, or ``window(aroundSlowest:in:)``) zooms in on part of a long trace, where
 /// microsecond call-outs become visible.
 ///
@@ -119,7 +119,8 @@ public enum TraceTimeline {
     /// options.to = 180_000_000
     /// ```
     public var to: Int64?
-    /// A call-out at least this long (nanoseconds) is marked as a stall.
+    /// A call-out at least this long (nanoseconds) during which its loop never slept is
+    /// marked as a stall (one that ran a nested run which slept was not stuck).
     ///
     /// ```swift
     /// options.stallThreshold = 20_000_000  // 20 ms
@@ -184,6 +185,9 @@ public enum TraceTimeline {
           Span(
             tid: record.tid, state: .sleeping, start: record.timestamp,
             end: record.endTimestamp, label: "sleep", mode: record.mode, depth: record.depth))
+      case .stall, .recovery:
+        // Drawn from the records themselves (marks), not as spans of the loop's time.
+        break
       }
     }
     for (tid, runs) in open {
@@ -194,16 +198,21 @@ public enum TraceTimeline {
             label: "run \(run.mode)", mode: run.mode, depth: run.depth))
       }
     }
-    // Runs first, outer before inner, so that nested runs, sleeps and call-outs are drawn
-    // over them.
-    return spans.sorted {
-      ($0.state == .waking ? $0.depth : 1_000, $0.start, $0.tid)
-        < ($1.state == .waking ? $1.depth : 1_000, $1.start, $1.tid)
+    // In drawing order: a run, then the call-outs at its depth, then the runs nested in
+    // them (so that a nested run shows over the call-out that made it), and sleeps last.
+    func layer(_ span: Span) -> Int {
+      switch span.state {
+      case .waking: 2 * span.depth
+      case .working: 2 * span.depth + 1
+      case .sleeping: 1_000
+      }
     }
+    return spans.sorted { (layer($0), $0.start, $0.tid) < (layer($1), $1.start, $1.tid) }
   }
 
   /// A window (nanoseconds after the trace's first record, as ``Options/from`` and
-  /// ``Options/to`` take) around the `count` slowest call-outs: from a little before the
+  /// ``Options/to`` take) around the `count` slowest call-outs (by time awake: less the
+  /// sleeps of nested runs they made): from a little before the
   /// first of them to a little after the last, so that they fill most of the picture.
   /// `nil` when the trace has no call-out.
   ///
@@ -216,9 +225,22 @@ public enum TraceTimeline {
     from: Int64, to: Int64
   )? {
     let origin = records.map(\.timestamp).min() ?? 0
-    let slowest = records.filter { $0.record == .callout }
+    // Slowest by time awake: a call-out's length less the sleeps of nested runs inside it
+    // (the longest few by length are the candidates).
+    let sleeps = records.filter { $0.record == .sleep }
+    func awake(_ callout: TraceRecord) -> Int64 {
+      let slept = sleeps.filter {
+        $0.tid == callout.tid && $0.timestamp >= callout.timestamp
+          && $0.endTimestamp <= callout.endTimestamp
+      }.reduce(Int64(0)) { $0.saturatingAdding($1.duration ?? 0) }
+      return (callout.duration ?? 0).saturatingSubtracting(slept)
+    }
+    let candidates = records.filter { $0.record == .callout }
       .sorted { ($0.duration ?? 0, $1.seq) > ($1.duration ?? 0, $0.seq) }
-      .prefix(max(count, 1))
+      .prefix(max(count, 1) * 8)
+      .map { ($0, awake($0)) }
+    let slowest = candidates.sorted { ($0.1, $1.0.seq) > ($1.1, $0.0.seq) }
+      .prefix(max(count, 1)).map(\.0)
     guard let first = slowest.map(\.timestamp).min(), let end = slowest.map(\.endTimestamp).max()
     else { return nil }
     // A margin of a quarter of the covered time on each side, and at least 0.2 ms.

@@ -146,6 +146,8 @@ final class _QuotedTable {
       case .activity: line.write(#","record":"activity","ts_ns":"#)
       case .callout: line.write(#","record":"callout","ts_ns":"#)
       case .sleep: line.write(#","record":"sleep","ts_ns":"#)
+      case .stall: line.write(#","record":"stall","ts_ns":"#)
+      case .recovery: line.write(#","record":"recovery","ts_ns":"#)
       }
       line.writeDecimal(event.timestamp)
       line.write(#","wall_ns":"#)
@@ -166,7 +168,7 @@ final class _QuotedTable {
       case .activity:
         line.write(#","activity":"#)
         if let activity { line.write(activity) }
-      case .callout:
+      case .callout, .stall, .recovery:
         if let kind {
           line.write(#","callout_kind":"#)
           line.write(kind)

@@ -40,12 +40,16 @@ struct _TimelineDrawing {
     where visible.contains(record.tid) && !threads.contains(where: { $0.tid == record.tid }) {
       threads.append((record.tid, record.thread, record.loop))
     }
+    let watchdogOn = records.contains { $0.record == .stall }
     let modes = orderedModes()
     let kinds = orderedKinds()
     // Legends: what the loop did, call-out kinds, then modes; wrapped to the width.
     var legend: [(String, String, Bool)] = [("asleep", TraceTimeline.color(.sleeping), false)]
     legend += kinds.map { ("\($0) call-out", Self.kindColor($0), false) }
-    legend.append(("stall ≥ \(ms(options.stallThreshold)) ms", "#d0021b", true))
+    legend.append(
+      records.contains { $0.record == .stall }
+        ? ("stall (watchdog)", "#d0021b", true)
+        : ("stall ≥ \(ms(options.stallThreshold)) ms", "#d0021b", true))
     let (legendText, legendBottom) = legendRows(
       [legend, modes.map { ("run in '\($0)'", modeColor($0, modes), false) }], top: 34,
       right: width - 10)
@@ -102,7 +106,14 @@ struct _TimelineDrawing {
         svg += "<title>sleep \(length)</title></rect>\n"
       case .working:
         let kind = span.label.split(separator: ":").first.map(String.init) ?? ""
-        let isStall = span.end.saturatingSubtracting(span.start) >= options.stallThreshold
+        // Long, and awake all along: a call-out that slept in a nested run was not stuck.
+        // When the watchdog was on, its records say where the stalls were instead.
+        let isStall =
+          !watchdogOn && span.end.saturatingSubtracting(span.start) >= options.stallThreshold
+          && !spans.contains {
+            $0.tid == span.tid && $0.state == .sleeping && $0.start >= span.start
+              && $0.end <= span.end
+          }
         svg += "<rect class=\"working\" x=\"\(fmt(left))\" y=\"\(fmt(y + 10 + nesting))\" "
         svg += "width=\"\(fmt(spanWidth))\" height=\"\(fmt(rowHeight - 22 - 2 * nesting))\" "
         svg += "fill=\"\(Self.kindColor(kind))\""
@@ -116,6 +127,27 @@ struct _TimelineDrawing {
         if isStall {
           stalls.append((left, y, "stall: \(span.label) \(length)"))
         }
+      }
+    }
+    // The watchdog's reports: a mark where it saw the stall, naming the call-out, and a red
+    // bar under the whole time the loop stayed awake.
+    for record in records where record.record == .stall || record.record == .recovery {
+      guard record.endTimestamp >= start && record.timestamp <= end,
+        let row = threads.firstIndex(where: { $0.tid == record.tid })
+      else { continue }
+      let y = top + Double(row) * rowHeight
+      if record.record == .stall {
+        let awake = ms(record.duration ?? 0)
+        stalls.append(
+          (
+            x(record.endTimestamp), y,
+            "stall: \(record.calloutKind ?? "-"): \(record.calloutName ?? "") awake \(awake) ms"
+          ))
+      } else {
+        let left = x(record.timestamp)
+        svg += "<rect class=\"stalled\" x=\"\(fmt(left))\" y=\"\(fmt(y + rowHeight - 9))\" "
+        svg += "width=\"\(fmt(max(1, x(record.endTimestamp) - left)))\" height=\"4\" "
+        svg += "fill=\"#d0021b\"><title>stalled \(ms(record.duration ?? 0)) ms</title></rect>\n"
       }
     }
     svg += flowArrows(x: x, rowOf: { tid in threads.firstIndex { $0.tid == tid } })

@@ -212,6 +212,19 @@ package final class _TraceStrings: Sendable {
   }
 
   /// The next record number, for a record built without an event.
+  /// Numbers a whole record made off the loop thread (a stall report) and queues it in every
+  /// sink, under the lock that numbers events, so that it cannot land behind the tracer's
+  /// release items; `false` when the tracer is closed.
+  func stampWhole(_ make: (UInt64) -> TraceRecord, sinks: [any TraceSink]) -> Bool {
+    state.withLock { table in
+      guard !table.released else { return false }
+      table.seq &+= 1
+      let record = make(table.seq)
+      for sink in sinks { sink.enqueue(record) }
+      return true
+    }
+  }
+
   func nextSequence() -> UInt64 {
     state.withLock { table in
       table.seq &+= 1
@@ -263,6 +276,12 @@ package final class _TraceStrings: Sendable {
           record.lateness = event.lateness
         }
       case .sleep:
+        record.duration = event.duration
+      case .stall, .recovery:
+        // The watchdog sends these as whole records; an event of them carries the call-out
+        // and the time awake.
+        record.calloutKind = string(event.calloutKind)
+        record.calloutName = string(event.calloutName)
         record.duration = event.duration
       }
       return record

@@ -2,6 +2,7 @@ import CRunLoopLinux
 import Glibc
 import Logging
 import RunLoopCore
+import Synchronization
 
 /// A swift-log `LogHandler` that writes each log line to the systemd journal as one entry
 /// with structured fields, so that a program's own log lines sit beside the run-loop trace
@@ -19,10 +20,12 @@ import RunLoopCore
 /// Metadata merges as swift-log prescribes: the handler's own, then the provider's, then the
 /// log call's, a later value replacing an earlier one for the same key.
 ///
-/// Unlike ``JournalSink``, the handler sends on the calling thread, in order, when the line
-/// is logged, as other journald clients do: a program's own log lines are few and each one
-/// matters. A stalled journald therefore makes a log call wait (`sd_journal_sendv` blocks);
-/// trace records never do.
+/// The handler sends on the calling thread, in order, when the line is logged (a program's
+/// own log lines are few and each one matters), as one datagram in journald's native
+/// protocol, and never waits: a log call on a loop thread must not stall the loop when
+/// journald does. A line journald cannot take at that moment (its socket's queue is full,
+/// no journald, a line too long for one datagram) is dropped and counted in
+/// ``droppedLines``, and the first drop is reported on standard error.
 ///
 /// ```swift
 /// LoggingSystem.bootstrap(
@@ -108,8 +111,22 @@ public struct JournalLogHandler: LogHandler {
   /// Logger(label: "jobs") { JournalLogHandler(label: $0) }.warning("queue is long")
   /// ```
   public func log(event: LogEvent) {
-    _ = transport.send(fields(for: event))
+    guard transport.sendWithoutWaiting(fields(for: event)) != 0 else { return }
+    let first = _journalLogDrops.wrappingAdd(1, ordering: .relaxed).oldValue == 0
+    if first {
+      let text =
+        "JournalLogHandler: a log line was dropped, as the journal's queue was full or no "
+        + "journal answered; such lines are counted in JournalLogHandler.droppedLines\n"
+      _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+    }
   }
+
+  /// Log lines dropped in this process because journald could not take them at once.
+  ///
+  /// ```swift
+  /// if JournalLogHandler.droppedLines > 0 { print("journald missed some log lines") }
+  /// ```
+  public static var droppedLines: UInt64 { _journalLogDrops.load(ordering: .relaxed) }
 
   /// The entry of `event`: the fields, in the order they are sent.
   func fields(for event: LogEvent) -> [(String, String)] {
@@ -192,3 +209,5 @@ public struct JournalLogHandler: LogHandler {
     }
   }
 }
+
+private let _journalLogDrops = Atomic<UInt64>(0)

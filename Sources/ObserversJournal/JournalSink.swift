@@ -8,7 +8,8 @@ import RunLoopObservers
 ///
 /// Each record becomes one journal entry whose fields are the JSON keys in upper case with
 /// the prefix `RUNLOOP_` (`RUNLOOP_ACTIVITY=beforeWaiting`, `RUNLOOP_ITERATION=12`, ...; the
-/// values are exactly the JSON values), plus `MESSAGE` for people, `PRIORITY=7` (debug),
+/// values are exactly the JSON values), plus `MESSAGE` for people, `PRIORITY` (7, debug; a
+/// stall 4, warning; a recovery 5, notice),
 /// `SYSLOG_IDENTIFIER`, `TID` (journald records no thread id of its own) and a fixed
 /// `MESSAGE_ID` per record kind (``MessageID``).
 ///
@@ -68,6 +69,18 @@ public final class JournalSink: TraceSink, _TraceEventSink, @unchecked Sendable 
     /// let id = JournalSink.MessageID.sleep
     /// ```
     public static let sleep = "d9795e2a38344bae831753d40f374958"
+    /// A stall: a loop awake past the watchdog's threshold (priority 4, warning).
+    ///
+    /// ```swift
+    /// let id = JournalSink.MessageID.stall
+    /// ```
+    public static let stall = "1811693dc5ce4289a48ac937b9836ee2"
+    /// A stalled loop's recovery (priority 5, notice).
+    ///
+    /// ```swift
+    /// let id = JournalSink.MessageID.recovery
+    /// ```
+    public static let recovery = "d167c36f305b4a488cec4073b55e91da"
     /// A report of dropped or undeliverable records.
     ///
     /// ```swift
@@ -305,7 +318,10 @@ final class _JournalEmitter: @unchecked Sendable {
     if let run = batch.first?.run { counts.withLock { $0.lastRun = run } }
     reportDrops(final: false)
     for record in batch {
-      if bucket != nil, !bucket!.take() {
+      // Stalls and recoveries are few and are what an operator looks for: they pass the
+      // sink's own rate limit (journald's still applies).
+      let urgent = record.record == .stall || record.record == .recovery
+      if !urgent, bucket != nil, !bucket!.take() {
         counts.withLock { $0.rateLimited += 1 }
         continue
       }
@@ -386,7 +402,7 @@ final class _JournalEmitter: @unchecked Sendable {
 
   func entry(for record: TraceRecord) -> [(String, String)] {
     var fields: [(String, String)] = [
-      ("MESSAGE", Self.message(for: record)), ("PRIORITY", "7"),
+      ("MESSAGE", Self.message(for: record)), ("PRIORITY", Self.priority(for: record.record)),
       ("SYSLOG_IDENTIFIER", identifier), ("TID", String(record.tid)),
       ("MESSAGE_ID", Self.messageID(for: record.record)),
     ]
@@ -402,6 +418,17 @@ final class _JournalEmitter: @unchecked Sendable {
     case .activity: JournalSink.MessageID.activity
     case .callout: JournalSink.MessageID.callout
     case .sleep: JournalSink.MessageID.sleep
+    case .stall: JournalSink.MessageID.stall
+    case .recovery: JournalSink.MessageID.recovery
+    }
+  }
+
+  /// Trace records are debug detail (7); a stall is a warning (4), its recovery a notice (5).
+  static func priority(for kind: TraceRecord.Kind) -> String {
+    switch kind {
+    case .activity, .callout, .sleep: "7"
+    case .stall: "4"
+    case .recovery: "5"
     }
   }
 
@@ -418,6 +445,16 @@ final class _JournalEmitter: @unchecked Sendable {
       return text
     case .sleep:
       return "\(place): slept \(milliseconds(record.duration ?? 0))"
+    case .stall:
+      let callout =
+        record.calloutKind.map { "in \($0) '\(record.calloutName ?? "")'" } ?? "outside call-outs"
+      return
+        "\(place) depth \(record.depth): STALLED, awake \(milliseconds(record.duration ?? 0)) "
+        + "without sleeping, \(callout) (thread \(record.thread) [\(record.tid)] state "
+        + "\(record.threadState ?? "?"), waiting in \(record.wchan ?? "?"))"
+    case .recovery:
+      return
+        "\(place): recovered from a stall, awake \(milliseconds(record.duration ?? 0)) in all"
     }
   }
 
@@ -506,7 +543,20 @@ struct _JournalTransport: Sendable {
     return bytes
   }
 
-  private func sendDatagram(_ fields: [(String, String)], to path: String) -> Int32 {
+  /// Sends one entry as a datagram without ever waiting: to the socket of `destination` (the
+  /// system journal's own socket for `.systemJournal`); `-EAGAIN` when journald's queue is
+  /// full. For log lines sent on the caller's thread, which a stalled journald must not hold.
+  func sendWithoutWaiting(_ fields: [(String, String)]) -> Int32 {
+    switch destination {
+    case .systemJournal:
+      return sendDatagram(fields, to: Self.systemSocketPath, flags: Int32(MSG_DONTWAIT))
+    case .socket(let path): return sendDatagram(fields, to: path, flags: Int32(MSG_DONTWAIT))
+    }
+  }
+
+  private func sendDatagram(_ fields: [(String, String)], to path: String, flags: Int32 = 0)
+    -> Int32
+  {
     let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard descriptor >= 0 else { return -errno }
     defer { close(descriptor) }
@@ -524,7 +574,7 @@ struct _JournalTransport: Sendable {
       pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
         payload.withUnsafeBytes { body in
           sendto(
-            descriptor, body.baseAddress, body.count, Int32(MSG_NOSIGNAL), socketAddress,
+            descriptor, body.baseAddress, body.count, Int32(MSG_NOSIGNAL) | flags, socketAddress,
             socklen_t(MemoryLayout<sockaddr_un>.size))
         }
       }

@@ -91,12 +91,20 @@ struct JournalShippingTests {
     let shipped = try runProgram(
       "/usr/bin/journalctl",
       ["-D", remoteDirectory, "RUNLOOP_RUN=\(runID)", "-o", "json", "--no-pager"])
-    let entries = try shipped.output.split(separator: "\n").map { line -> [String: String] in
+    let all = try shipped.output.split(separator: "\n").map { line -> [String: String] in
       let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
       return (object ?? [:]).compactMapValues { $0 as? String }
     }
+    // The trace records, and the service's own log lines of the same run (heartbeats).
+    let entries = all.filter { $0["RUNLOOP_RECORD"] != nil }
+    let logLines = all.filter { $0["RUNLOOP_RECORD"] == nil }
     #expect(!records.isEmpty)
     #expect(entries.count == records.count)
+    #expect(!logLines.isEmpty)
+    #expect(
+      logLines.allSatisfy {
+        $0["SWIFT_LOG_LABEL"] == "runloop-demo.service" && $0["RUNLOOP_CALLOUT_NAME"] == "heartbeat"
+      })
     // One for one: every record's fields, exactly, in one entry of the remote journal.
     let bySequence = Dictionary(entries.map { ($0["RUNLOOP_SEQ"] ?? "", $0) }) { first, _ in first }
     for record in records {

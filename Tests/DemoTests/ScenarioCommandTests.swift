@@ -25,6 +25,8 @@ struct ScenarioCommandTests {
     "performs",
     "nested-runs",
     "main-queue",
+    "actors",
+    "stall",
   ]
 
   @Test func listNamesEveryScenario() throws {

@@ -14,16 +14,6 @@ final class CollectingSink: TraceSink, @unchecked Sendable {
   var all: [TraceRecord] { records.withLock { $0 } }
 }
 
-/// Journal entries of `match` (after `journalctl --sync`), as field dictionaries.
-func journalEntries(_ match: [String]) throws -> [[String: String]] {
-  _ = try runProgram("/usr/bin/journalctl", ["--sync"])
-  let result = try runProgram("/usr/bin/journalctl", ["-o", "json", "--no-pager"] + match)
-  return try result.output.split(separator: "\n").map { line in
-    let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-    return (object ?? [:]).compactMapValues { $0 as? String }
-  }
-}
-
 @Suite("The user's own logs: the loop's context and the journald log handler")
 struct JournalLogHandlerTests {
   @Test(.enabled(if: journaldAvailable, "no journald could be started"))
@@ -68,6 +58,8 @@ struct JournalLogHandlerTests {
     #expect(line["RUNLOOP_MODE"] == "default")
     #expect(line["RUNLOOP_ITERATION"] == String(job.iteration))
     #expect(line["RUNLOOP_DEPTH"] == "1")
+    #expect(line["RUNLOOP_CALLOUT_KIND"] == "block")
+    #expect(line["RUNLOOP_CALLOUT_NAME"] == "log-job")
     #expect(line["SWIFT_LOG_LABEL"] == "jobs")
     #expect(line["CODE_FUNC"]?.contains("aLogLineInsideATracedCallout") == true)
     // The pass the line was logged in is the pass of the call-out record.
@@ -139,11 +131,15 @@ struct JournalLogHandlerTests {
     #expect(seen[0]["runloop_run"] == "nested-context")
     #expect(seen[0]["runloop_mode"] == "default")
     #expect(seen[0]["runloop_depth"] == "1")
+    #expect(seen[0]["runloop_callout_name"] == "outer-job")
     #expect(seen[1]["runloop_mode"] == "inner")
     #expect(seen[1]["runloop_depth"] == "2")
+    #expect(seen[1]["runloop_callout_name"] == "inner-job")
     // Back in the outer call-out after the nested run returned.
     #expect(seen[2]["runloop_mode"] == "default")
     #expect(seen[2]["runloop_depth"] == "1")
+    #expect(seen[2]["runloop_callout_kind"] == "block")
+    #expect(seen[2]["runloop_callout_name"] == "outer-job")
     // Outside any run: nothing.
     #expect(seen[3].isEmpty)
   }
@@ -157,5 +153,38 @@ struct JournalLogHandlerTests {
       return result.withLock { $0 }
     }
     #expect(metadata.isEmpty)
+  }
+
+  @Test(.enabled(if: PrivateJournald.canStart, "needs root and systemd-journald"))
+  func aStalledJournaldNeverHoldsALogCall() throws {
+    let journald = try PrivateJournald()
+    defer { journald.terminate() }
+    let identifier = "runloop-log-stalled-\(UInt32.random(in: 0...UInt32.max))"
+    let logger = Logger(label: "stalled") {
+      JournalLogHandler(
+        label: $0, identifier: identifier, destination: .socket(path: journald.socketPath))
+    }
+    logger.info("before the stall")
+    #expect(eventually(10) { ((try? journald.entries(identifier: identifier)) ?? []).count == 1 })
+    journald.stop()
+    let droppedBefore = JournalLogHandler.droppedLines
+    // Far more lines than the socket's queue holds: with a blocking send the 11th or so
+    // would wait for ever; here every call returns, and the lines journald could not take
+    // are counted.
+    let lines = 200
+    let done = try onNewThread("logging") { _ -> Int in
+      for index in 0..<lines { logger.info("line \(index)") }
+      return lines
+    }
+    #expect(done == lines)
+    let dropped = JournalLogHandler.droppedLines - droppedBefore
+    #expect(dropped > 0 && dropped < UInt64(lines))
+    journald.resume()
+    // What the queue held arrives; lines + 1 - dropped in all.
+    #expect(
+      eventually(10) {
+        ((try? journald.entries(identifier: identifier)) ?? []).count
+          == lines + 1 - Int(dropped)
+      })
   }
 }

@@ -77,6 +77,8 @@ struct JournalSinkTests {
         case .activity: JournalSink.MessageID.activity
         case .callout: JournalSink.MessageID.callout
         case .sleep: JournalSink.MessageID.sleep
+        case .stall: JournalSink.MessageID.stall
+        case .recovery: JournalSink.MessageID.recovery
         }
       #expect(entry["MESSAGE_ID"] == messageID)
       if let activity = record.activity {

@@ -62,6 +62,7 @@ struct TraceTimelineTests {
       record(.sleep, at: 2, duration: 8),
       record(.activity, at: 10.5, mode: "modal", depth: 2, activity: "entry"),
       record(.callout, at: 10.6, mode: "modal", depth: 2, callout: ("timer", "slow"), duration: 60),
+      record(.sleep, at: 70.7, mode: "modal", depth: 2, duration: 0.2),
       record(.activity, at: 71, mode: "modal", depth: 2, activity: "exit"),
       record(.callout, at: 10, callout: ("source", "opens-modal"), duration: 62),
       record(.activity, at: 80, activity: "exit"),
@@ -95,21 +96,33 @@ struct TraceTimelineTests {
     #expect(texts.contains("run in 'modal'"))
   }
 
-  @Test func calloutsPastTheStallThresholdAreMarkedAndNamed() throws {
+  @Test func longCalloutsThatNeverSleptAreMarkedAndNamedAsStalls() throws {
     let svg = try SVGElements(
       TraceTimeline.svg(from: Self.trace(), options: .init(stallThreshold: 50_000_000)))
-    #expect(svg.withClass("stall").count == 2)
-    // The two start 0.6 ms (7 px) apart: the first mark's name would run into the second
-    // mark, so only the second is named; each call-out's tooltip names it anyway.
-    let named = svg.texts().filter { $0.hasPrefix("stall: ") }
-    #expect(named == ["stall: timer: slow 60 ms"])
-    let wide = try SVGElements(
-      TraceTimeline.svg(
-        from: Self.trace(), options: .init(width: 20_000, stallThreshold: 50_000_000)))
-    #expect(wide.texts().filter { $0.hasPrefix("stall: ") }.count == 2)
+    // "slow" (60 ms awake) is a stall; "opens-modal" (62 ms) ran a nested run that slept.
+    #expect(svg.withClass("stall").count == 1)
+    #expect(svg.texts().filter { $0.hasPrefix("stall: ") } == ["stall: timer: slow 60 ms"])
     let none = try SVGElements(
-      TraceTimeline.svg(from: Self.trace(), options: .init(stallThreshold: 100_000_000)))
+      TraceTimeline.svg(from: Self.trace(), options: .init(stallThreshold: 61_000_000)))
     #expect(none.withClass("stall").isEmpty)
+  }
+
+  @Test func aStallNameStopsBeforeTheNextStallMark() throws {
+    // Two stalls 0.6 ms apart: at 1200 px the first one's name has no room.
+    func trace(_ gap: Double) -> [TraceRecord] {
+      ["first", "second"].enumerated().map { index, name in
+        TraceRecord(
+          run: "s", seq: UInt64(index + 1), record: .callout,
+          timestamp: 1_000_000_000 + Int64(Double(index) * gap * 1e6), wallTime: 0, pid: 1,
+          tid: 7, thread: "w", loop: 1, mode: "default", iteration: 1, depth: 1,
+          calloutKind: "timer", calloutName: name, duration: 70_000_000)
+      }
+    }
+    let close = try SVGElements(TraceTimeline.svg(from: trace(0.6), options: .init()))
+    #expect(close.withClass("stall").count == 2)
+    #expect(close.texts().filter { $0.hasPrefix("stall: ") } == ["stall: timer: second 70 ms"])
+    let apart = try SVGElements(TraceTimeline.svg(from: trace(40), options: .init()))
+    #expect(apart.texts().filter { $0.hasPrefix("stall: ") }.count == 2)
   }
 
   @Test func theWindowAroundTheSlowestCalloutsCoversThemWithAMargin() throws {
@@ -131,5 +144,27 @@ struct TraceTimelineTests {
     let windowed = TraceTimeline.svg(from: records, options: .init(from: 0, to: 20_000_000))
     #expect(!windowed.contains("late-thread"))
     #expect(TraceTimeline.svg(from: records).contains("late-thread"))
+  }
+
+  @Test func theWatchdogsStallsAreMarkedInsteadOfLongCallouts() throws {
+    var records = Self.trace()
+    // The watchdog saw the loop awake 55 ms into "opens-modal"'s nested timer, and its
+    // recovery 62 ms after it woke.
+    records.append(
+      TraceRecord(
+        run: "t", seq: 20, record: .stall, timestamp: 1_010_000_000, wallTime: 0, pid: 1,
+        tid: 7, thread: "worker", loop: 3, mode: "modal", iteration: 5, depth: 2,
+        calloutKind: "timer", calloutName: "slow", duration: 55_000_000, threadState: "R",
+        wchan: "0"))
+    records.append(
+      TraceRecord(
+        run: "t", seq: 21, record: .recovery, timestamp: 1_010_000_000, wallTime: 0, pid: 1,
+        tid: 7, thread: "worker", loop: 3, mode: "default", iteration: 6, depth: 1,
+        duration: 62_000_000))
+    let svg = try SVGElements(TraceTimeline.svg(from: records, options: .init(width: 4000)))
+    #expect(svg.withClass("stall").count == 1)
+    #expect(svg.texts().filter { $0.hasPrefix("stall: ") } == ["stall: timer: slow awake 55 ms"])
+    #expect(svg.withClass("stalled").count == 1)
+    #expect(svg.texts().contains("stall (watchdog)"))
   }
 }

@@ -35,6 +35,7 @@ struct TracingTests {
       case .activity: "\(record.iteration) \(record.activity!)"
       case .callout: "\(record.iteration) callout \(record.calloutKind!):\(record.calloutName!)"
       case .sleep: "\(record.iteration) sleep"
+      case .stall, .recovery: "\(record.iteration) \(record.record)"
       }
     }
     #expect(
@@ -45,7 +46,7 @@ struct TracingTests {
       ])
     #expect(records.map(\.seq) == Array(1...UInt64(records.count)))
     for record in records {
-      #expect(record.version == 1)
+      #expect(record.version == TraceRecord.schemaVersion)
       #expect(record.run == "scenario")
       #expect(record.loop == loopID)
       #expect(record.tid == tid)

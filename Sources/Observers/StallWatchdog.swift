@@ -1,0 +1,243 @@
+import Dispatch
+import Foundation
+import Glibc
+import RunLoopCore
+
+/// Reports a loop that stays awake past a threshold without going back to sleep: the
+/// run-loop hang detector. Off unless attached; one switch for a loop (``attach(to:)``) or
+/// for every loop of the process (``attachToAllLoops()``).
+///
+/// When a watched loop has been awake (since it woke, or since its run began) for
+/// ``threshold`` without reaching `beforeWaiting` or leaving its run, the watchdog sends a
+/// `stall` record through its ``LoopTracer``: the loop, thread, mode, nesting depth, the
+/// call-out the loop is in (kind and name, the innermost when call-outs nest) and how long it
+/// has been awake, plus the thread's scheduling state and kernel wait channel as `/proc`
+/// shows them (`R` running on the CPU, or `S` asleep in `futex_wait_queue` for a lock...).
+/// When the loop goes back to sleep (or leaves its run), a `recovery` record follows with the
+/// total time awake. Both go to every sink of the tracer: the JSON log, and journald at
+/// warning (stall) and notice (recovery) priority with their own `MESSAGE_ID`s.
+///
+/// It reports no backtrace of the stalled thread: taking one means interrupting that thread
+/// with a signal and unwinding its stack inside the signal handler, and neither glibc's
+/// `backtrace()` nor Swift's runtime is async-signal-safe; a thread stalled while holding
+/// the allocator's or the runtime's lock would then deadlock the whole process. The kernel's
+/// view (state and wait channel) is read from outside the thread instead, and a debugger
+/// attached from outside (`gdb -p PID -batch -ex 'thread apply all bt'`) gives the stack.
+///
+/// The loop thread's cost while attached: a clock reading at each wake-up and at each
+/// call-out start and end, and a short uncontended lock. Attached nowhere, it costs nothing.
+/// The watchdog's own thread wakes every quarter of the threshold (at least every
+/// millisecond, at most every second) to look at the loops.
+///
+/// ```swift
+/// let tracer = LoopTracer(sinks: [try JSONLinesSink(path: "/tmp/svc.jsonl")])
+/// let watchdog = StallWatchdog(threshold: .milliseconds(200), reportingTo: tracer)
+/// watchdog.attachToAllLoops()
+/// // ...
+/// watchdog.close()
+/// ```
+public final class StallWatchdog: RunLoopInstrument, @unchecked Sendable {
+  /// How long a loop may stay awake before it is reported.
+  ///
+  /// ```swift
+  /// let threshold = watchdog.threshold
+  /// ```
+  public let threshold: Duration
+  /// The tracer whose sinks get the reports (and whose run id and numbering they carry).
+  ///
+  /// ```swift
+  /// let run = watchdog.tracer.runID
+  /// ```
+  public let tracer: LoopTracer
+  /// Activities (wake-ups and sleeps), and call-outs as they start and end.
+  ///
+  /// ```swift
+  /// let interests = watchdog.interests
+  /// ```
+  public var interests: InstrumentInterests { [.activities, .callouts, .calloutStarts] }
+
+  private let thresholdNanoseconds: Int64
+  // Guarded by its own lock: the loops watched, by id, and the counts.
+  private let state = GuardedState(State())
+  // Where the watchdog is attached, and whether it was closed.
+  private let attachments = _Attachments()
+  private let wake = DispatchSemaphore(value: 0)
+  private let finished = DispatchSemaphore(value: 0)
+
+  private struct State {
+    var loops: [UInt64: _WatchedLoop] = [:]
+    var stalls: UInt64 = 0
+    var recoveries: UInt64 = 0
+  }
+
+  /// Creates the watchdog and starts its thread; it watches nothing until attached.
+  ///
+  /// - Parameters:
+  ///   - threshold: how long a loop may stay awake without sleeping.
+  ///   - tracer: where the reports go.
+  ///
+  /// ```swift
+  /// let watchdog = StallWatchdog(threshold: .milliseconds(100), reportingTo: tracer)
+  /// ```
+  public init(threshold: Duration, reportingTo tracer: LoopTracer) {
+    self.threshold = threshold
+    self.tracer = tracer
+    thresholdNanoseconds = max(1, _TraceClock.nanoseconds(threshold))
+    let period = min(max(thresholdNanoseconds / 4, 1_000_000), 1_000_000_000)
+    let thread = Thread { [weak self, wake, finished] in
+      while let watchdog = self, !watchdog.isClosed {
+        watchdog.look()
+        _ = wake.wait(timeout: .now() + .nanoseconds(Int(period)))
+      }
+      finished.signal()
+    }
+    thread.name = "stall-watchdog"
+    thread.start()
+  }
+
+  /// Watches `loop`. Safe from any thread.
+  ///
+  /// ```swift
+  /// watchdog.attach(to: worker.runLoop)
+  /// ```
+  public func attach(to loop: EventRunLoop) {
+    attachments.attach(self, to: loop)
+  }
+
+  /// Watches every loop of the process, present and future.
+  ///
+  /// ```swift
+  /// watchdog.attachToAllLoops()
+  /// ```
+  public func attachToAllLoops() {
+    attachments.attachToAllLoops(self)
+  }
+
+  /// Stops watching every loop; the thread stays for a later attach.
+  ///
+  /// ```swift
+  /// watchdog.detach()
+  /// ```
+  public func detach() {
+    attachments.detach(self)
+    state.withLock { $0.loops.removeAll() }
+  }
+
+  /// Detaches and ends the watchdog's thread (the tracer stays open).
+  ///
+  /// ```swift
+  /// watchdog.close()
+  /// ```
+  public func close() {
+    guard attachments.close() else { return }
+    detach()
+    wake.signal()
+    _ = finished.wait(timeout: .now() + .seconds(5))
+  }
+
+  deinit {
+    _ = attachments.close()
+    wake.signal()
+  }
+
+  /// Stalls reported so far, and recoveries.
+  ///
+  /// ```swift
+  /// let (stalls, recoveries) = watchdog.reports
+  /// ```
+  public var reports: (stalls: UInt64, recoveries: UInt64) {
+    state.withLock { ($0.stalls, $0.recoveries) }
+  }
+
+  private var isClosed: Bool { attachments.isClosed }
+
+  /// Forgets an exited thread's loop.
+  ///
+  /// ```swift
+  /// // the loop calls this on its thread as the thread exits
+  /// ```
+  public func runLoopThreadDidExit(_ loop: EventRunLoop) {
+    state.withLock { $0.loops[loop.id] = nil }
+    attachments.forget(loop)
+  }
+
+  /// Notes when the loop woke and when it goes to sleep; a stalled loop that goes to sleep
+  /// (or leaves its run) is reported recovered.
+  ///
+  /// ```swift
+  /// watchdog.attach(to: loop)  // the loop calls this on its thread
+  /// ```
+  public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
+    let watched = watchedLoop(loop)
+    let now = _TraceClock.monotonicNow()
+    let recovered = watched.reach(activity, info, now: now)
+    if let recovered { report(recovery: recovered, of: loop, now: now) }
+  }
+
+  /// Notes the call-out the loop enters.
+  ///
+  /// ```swift
+  /// watchdog.attach(to: loop)  // the loop calls this on its thread
+  /// ```
+  public func runLoop(
+    _ loop: EventRunLoop, willCallOut kind: CalloutKind, name: String, _ info: LoopPassInfo
+  ) {
+    watchedLoop(loop).enter(kind: kind.name, name: name, info, now: _TraceClock.monotonicNow())
+  }
+
+  /// Notes that the call-out returned.
+  ///
+  /// ```swift
+  /// watchdog.attach(to: loop)  // the loop calls this on its thread
+  /// ```
+  public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
+  {
+    watchedLoop(loop).leave()
+  }
+
+  private func watchedLoop(_ loop: EventRunLoop) -> _WatchedLoop {
+    state.withLock { state in
+      if let known = state.loops[loop.id] { return known }
+      let made = _WatchedLoop(loop: loop.id, tid: loop.threadID)
+      state.loops[loop.id] = made
+      return made
+    }
+  }
+
+  /// On the watchdog's thread: reports each loop awake past the threshold, once per stall.
+  private func look() {
+    let now = _TraceClock.monotonicNow()
+    let loops = state.withLock { Array($0.loops.values) }
+    for watched in loops {
+      guard let stall = watched.stall(now: now, threshold: thresholdNanoseconds) else { continue }
+      let tid = stall.tid
+      // The kernel's view of the thread, read from outside it.
+      let stat = _readFirstLine("/proc/self/task/\(tid)/stat") ?? ""
+      let threadState = stat.split(separator: ")").last?.split(separator: " ").first.map(
+        String.init)
+      let wchan = _readFirstLine("/proc/self/task/\(tid)/wchan")
+      let thread = tracer.threadName(tid)
+      let sent = tracer.emitWhole { seq in
+        TraceRecord(
+          run: tracer.runID, seq: seq, record: .stall, timestamp: stall.awakeSince,
+          wallTime: _TraceClock.wallNow(), pid: getpid(), tid: tid, thread: thread,
+          loop: stall.loop, mode: stall.mode, iteration: stall.iteration, depth: stall.depth,
+          calloutKind: stall.calloutKind, calloutName: stall.calloutName,
+          duration: now - stall.awakeSince, threadState: threadState, wchan: wchan)
+      }
+      if sent { state.withLock { $0.stalls += 1 } }
+    }
+  }
+
+  private func report(recovery: _WatchedLoop.Recovery, of loop: EventRunLoop, now: Int64) {
+    let thread = tracer.threadName(loop.threadID)
+    let sent = tracer.emitWhole { seq in
+      TraceRecord(
+        run: tracer.runID, seq: seq, record: .recovery, timestamp: recovery.awakeSince,
+        wallTime: _TraceClock.wallNow(), pid: getpid(), tid: loop.threadID, thread: thread,
+        loop: loop.id, mode: recovery.mode, iteration: recovery.iteration,
+        depth: recovery.depth, duration: now - recovery.awakeSince)
+    }
+    if sent { state.withLock { $0.recoveries += 1 } }
+  }
+}
