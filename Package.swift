@@ -105,6 +105,14 @@ let package = Package(
       dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
       path: "Tests/Helper"
     ),
+    // Counts the loop threads' allocations during actor hops between loops. It interposes
+    // malloc, so it is a process of its own, and no test target depends on it (a test bundle
+    // links its executable dependencies in, and would get the interposed malloc, which
+    // ThreadSanitizer's runtime cannot share): `swift build` builds it with everything else.
+    .executableTarget(
+      name: "RunLoopAllocationHelper", dependencies: ["RunLoopCore", "CBenchSupport"],
+      path: "Tests/AllocationHelper"
+    ),
     // What several test targets share: starting the helper program as a real process.
     .target(
       name: "RunLoopTestSupport", dependencies: ["CRunLoopLinux", "RunLoopCore"],
@@ -134,6 +142,16 @@ let package = Package(
       dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopTestSupport"],
       path: "Tests/TimersTests"
     ),
+    // The same scenarios run on CFRunLoop and on ours, their traces compared one for one
+    // (Docs/RunLoopGuide.docc, SequenceOfEvents.md, "Where we differ from Core Foundation").
+    .testTarget(
+      name: "RunLoopParityTests",
+      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopObservers", "RunLoopParityHelper"],
+      path: "Tests/ParityTests"
+    ),
+    // The parity scenarios that need a process's main thread (the main queue), on either loop.
+    .executableTarget(
+      name: "RunLoopParityHelper", dependencies: ["RunLoopCore"], path: "Tests/ParityHelper"),
     // The guide: the DocC catalog Docs/RunLoopGuide.docc (articles and tutorial) and the code of
     // its articles (Docs/Snippets), compiled so that an article cannot show code that does not
     // build (IntegrationTests/SnippetCheckTests ties the articles to it). The catalog lives in

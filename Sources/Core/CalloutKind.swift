@@ -6,7 +6,7 @@
 /// try loop.withCallout(.timer, name: "heartbeat") { beat() }
 /// ```
 public struct CalloutKind: Hashable, Sendable, CustomStringConvertible {
-  /// The kind's name in traces (`timer`, `source`, `block`, `port`, `mainQueue`).
+  /// The kind's name in traces (`timer`, `source`, `block`, `port`, `mainQueue`, `job`).
   ///
   /// ```swift
   /// CalloutKind.timer.name  // "timer"
@@ -60,4 +60,11 @@ public struct CalloutKind: Hashable, Sendable, CustomStringConvertible {
   /// let drains = records.filter { $0.kind == .mainQueue }
   /// ```
   public static let mainQueue = CalloutKind("mainQueue")
+  /// A Swift concurrency job run by the loop as an executor (an actor's method, a task
+  /// preferring the loop).
+  ///
+  /// ```swift
+  /// let jobs = records.filter { $0.kind == .job }
+  /// ```
+  public static let job = CalloutKind("job")
 }

@@ -31,8 +31,8 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// source.name  // "commands"
   /// ```
   public let name: String
-  /// Sources that are signalled at once run in ascending order (ties in the order they were
-  /// added).
+  /// Sources that are signalled at once run in ascending order; sources of equal order run
+  /// in the order they were first signalled since they last ran (CFRunLoop's rule).
   ///
   /// ```swift
   /// let urgent = CustomInputSource(name: "urgent", order: -1) { handleUrgent() }
@@ -43,7 +43,9 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   let cancelHandler: (@Sendable (EventRunLoop, LoopMode) -> Void)?
   let performHandler: @Sendable () -> Void
 
-  private let signalled = Atomic<Bool>(false)
+  // 0 while not signalled; else the stamp of the first signal since the source last ran,
+  // which orders sources of equal order.
+  private let signalStamp = Atomic<UInt64>(0)
   private let valid = Atomic<Bool>(true)
   // The `LoopClock` reading at the latest signal, recorded only while some instrument wants
   // call-outs; 0 when unknown.
@@ -87,7 +89,8 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   }
 
   /// Marks the source as ready to run. The loop performs it in its next pass in one of the
-  /// source's modes; several signals before that pass make one perform.
+  /// source's modes; several signals before that pass make one perform, in the place of the
+  /// first among sources of equal order.
   ///
   /// Signalling an invalidated source does nothing.
   ///
@@ -105,7 +108,11 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
       // move the cache line between signalling threads even when nothing is traced.)
       signalledAtNanoseconds.store(0, ordering: .relaxed)
     }
-    signalled.store(true, ordering: .releasing)
+    // A source already signalled keeps its first stamp (and its place), as in CFRunLoop,
+    // which keeps the time of the first signal.
+    guard signalStamp.load(ordering: .relaxed) == 0 else { return }
+    let stamp = signalStamps.wrappingAdd(1, ordering: .relaxed).newValue
+    _ = signalStamp.compareExchange(expected: 0, desired: stamp, ordering: .releasing)
   }
 
   /// Signals the source and wakes every loop it is scheduled on, the two calls the guide's
@@ -125,7 +132,7 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// source.signal()
   /// source.isSignalled  // true until the loop performs it
   /// ```
-  public var isSignalled: Bool { signalled.load(ordering: .acquiring) }
+  public var isSignalled: Bool { signalStamp.load(ordering: .acquiring) != 0 }
 
   /// Whether the source can still be added and signalled.
   ///
@@ -143,7 +150,7 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// ```
   public func invalidate() {
     guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
-    signalled.store(false, ordering: .releasing)
+    signalStamp.store(0, ordering: .releasing)
     let current = registrations.withLock { $0 }
     for registration in current {
       registration.loop?.remove(self, mode: registration.mode)
@@ -152,7 +159,10 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
 
   /// Whether a signal waits, read as `consumeSignal()` reads it (see there), without
   /// consuming it.
-  var hasPendingSignal: Bool { signalled.load(ordering: .sequentiallyConsistent) }
+  var hasPendingSignal: Bool { signalStamp.load(ordering: .sequentiallyConsistent) != 0 }
+
+  /// The stamp of the pending signal (0: none), read as `hasPendingSignal` reads it.
+  var pendingSignalStamp: UInt64 { signalStamp.load(ordering: .sequentiallyConsistent) }
 
   /// Takes the signal: returns whether the source was signalled and clears it.
   func consumeSignal() -> Bool {
@@ -160,8 +170,8 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     // consistent clearing of its wake flag, and against the fence in `wakeUp()` that is what
     // makes "the pass sees the signal, or the signaller sees the flag clear and writes" hold
     // under the language's memory model, not only on x86.
-    guard signalled.load(ordering: .sequentiallyConsistent) else { return false }
-    return signalled.exchange(false, ordering: .acquiringAndReleasing)
+    guard signalStamp.load(ordering: .sequentiallyConsistent) != 0 else { return false }
+    return signalStamp.exchange(0, ordering: .acquiringAndReleasing) != 0
   }
 
   /// When the latest signal happened (a `LoopClock` reading), if it was recorded.
@@ -194,3 +204,8 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     }
   }
 }
+
+// Stamps of first signals, process-wide: they order signalled sources of equal order by
+// when they were signalled. A counter rather than a clock (CFRunLoop reads a clock): two
+// signals never tie, and it costs one atomic add per first signal.
+private let signalStamps = Atomic<UInt64>(0)

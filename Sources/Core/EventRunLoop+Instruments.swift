@@ -84,8 +84,13 @@ extension EventRunLoop {
     return try body()
   }
 
+  /// Whether some instrument anywhere wants call-outs (one atomic load; usually false). The
+  /// loop's own call-outs ask first and call ``callOut(_:name:dueAt:_:)`` only then, so an
+  /// untraced call-out does not fetch its kind (a global) or its name.
+  var callOutsAreTraced: Bool { calloutInstrumentCount.load(ordering: .relaxed) > 0 }
+
   /// ``withCallout(_:name:dueAt:_:)`` for the loop's own call-outs, with `dueAt` a
-  /// ``LoopClock`` reading: the one place every call-out of a pass goes through.
+  /// ``LoopClock`` reading: the one place every traced call-out of a pass goes through.
   package func callOut<Result, Failure: Error>(
     _ kind: CalloutKind, name: String, dueAt: Int64? = nil,
     _ body: () throws(Failure) -> Result
@@ -135,6 +140,13 @@ extension EventRunLoop {
   /// Tells the instruments that want activities that the loop reached `activity`.
   func notify(_ activity: LoopActivity) {
     guard refreshInstruments().contains(.activities) else { return }
+    tellInstruments(activity)
+  }
+
+  // Out of line: the slow path of a check made four times a pass (see Docs/Performance.md,
+  // "What the annotations buy").
+  @inline(never)
+  private func tellInstruments(_ activity: LoopActivity) {
     let info = passInfo()
     // Iterate a copy: an instrument may add or remove instruments while it is called.
     let entries = local.instruments.entries
@@ -174,6 +186,9 @@ extension EventRunLoop {
     return local.instruments.interests
   }
 
+  // Out of line: the slow path of the check above (see Docs/Performance.md, "What the
+  // annotations buy").
+  @inline(never)
   private func rebuildInstrumentCache(localVersion: UInt64, processVersion: UInt64) {
     assertOnLoopThread()
     let own = state.withLock { $0.instruments }

@@ -23,18 +23,36 @@ extension EventRunLoop {
     guard needed else { return }
     let descriptor = dispatchMainQueueHandle()
     guard descriptor >= 0 else { return }
+    // Unowned: the loop owns the watch (and the main loop lives as long as the process).
     let watch = DescriptorWatch(
       fileDescriptor: descriptor, name: "DispatchQueue.main", order: Int.min,
       calloutKind: .mainQueue
-    ) { _ in
+    ) { [unowned self] _ in
       var count: UInt64 = 0
       _ = withUnsafeMutableBytes(of: &count) { read(descriptor, $0.baseAddress, 8) }
+      local.mainQueueDrains += 1
       dispatchMainQueueCallback(nil)
+      local.mainQueueDrains -= 1
     }
+    state.withLock { $0.mainQueueWatchToken = watch.token }
     do {
       try add(watch, mode: .common)
     } catch {
       writeStandardError("RunLoopCore: cannot watch the main dispatch queue: \(error)")
+    }
+  }
+
+  /// A run nested in main-queue work does not serve the main queue (libdispatch would not
+  /// drain it there anyway), as CFRunLoop leaves the queue's port out of such a run's wait
+  /// set: the watch is held out of the `epoll` set, so that its readiness neither skips the
+  /// sleep nor counts as a handled source. Called at the start of each pass while draining.
+  func holdMainQueueWatchWhileDraining() {
+    state.withLock { state in
+      guard let token = state.mainQueueWatchToken, !state.heldTokens.contains(token),
+        let watch = state.watchesByToken[token]
+      else { return }
+      state.heldTokens.insert(token)
+      poller.remove(watch.fileDescriptor)
     }
   }
 }

@@ -10,7 +10,17 @@ extension EventRunLoop {
     let buffer = poller.buffer(depth: depth)
     while true {
       local.iteration &+= 1
+      // Wake-ups count again. One dropped since the last pass woke announced nothing this
+      // pass will not look at, except a stop or an emptied mode: for those, wake up.
+      local.ignoringWakeUps = false
+      if wakeState.passBegins(),
+        published.stopPending.load(ordering: .sequentiallyConsistent)
+          || modeIsEmpty(mode)
+      {
+        wakeState.request()
+      }
       restoreHeldWatches(mode: mode)
+      if local.mainQueueDrains > 0 { holdMainQueueWatchWhileDraining() }
 
       // Step 2: notify observers that ready timers are about to fire.
       notify(.beforeTimers)
@@ -31,12 +41,15 @@ extension EventRunLoop {
         let ready = readyPortEvents(into: buffer, woken: &woken)
       {
         eventCount = ready
+        startIgnoringWakeUps()
       } else {
         // Step 6: notify observers that the thread is about to sleep.
         if mayBlock { notify(.beforeWaiting) }
         // Step 7: sleep until a descriptor, a timer, the timeout or a wake-up (one that step 5
         // already took means there is no sleep).
         eventCount = sleep(mode: mode, plan: plan, block: mayBlock && !woken, buffer: buffer)
+        // From here until the next pass begins, wake-ups are dropped (see `WakeState`).
+        startIgnoringWakeUps()
         // Step 8: notify observers that the thread woke.
         if mayBlock { notify(.afterWaiting) }
       }
@@ -67,9 +80,15 @@ extension EventRunLoop {
     return nil
   }
 
+  /// The loop has its events: wake-ups are dropped until the next pass begins.
+  private func startIgnoringWakeUps() {
+    local.ignoringWakeUps = true
+    wakeState.startIgnoring()
+  }
+
   /// Whether the run at `depth` was asked to stop; clears the request. Takes the lock only
   /// when some run has a stop request.
-  private func takeStopRequest(depth: Int) -> Bool {
+  func takeStopRequest(depth: Int) -> Bool {
     guard published.stopPending.load(ordering: .sequentiallyConsistent) else { return false }
     return state.withLock { state -> Bool in
       guard state.frames.count >= depth, state.frames[depth - 1].stopRequested else {
@@ -84,11 +103,19 @@ extension EventRunLoop {
   /// some watch is held.
   private func restoreHeldWatches(mode: LoopMode) {
     guard self[passIn: mode].hasHeldWatches else { return }
-    let isCommon = self[passIn: mode].isCommon
+    restoreHeldWatches(mode: mode, isCommon: self[passIn: mode].isCommon)
+  }
+
+  // Out of line: the slow path of a check made every pass (see Docs/Performance.md, "What
+  // the annotations buy").
+  @inline(never)
+  private func restoreHeldWatches(mode: LoopMode, isCommon: Bool) {
+    let draining = local.mainQueueDrains > 0
     state.withLock { state in
       for token in state.heldTokens {
         guard let watch = state.watchesByToken[token],
-          Self.watch(watch, runsIn: mode, isCommon: isCommon, table: state.watches)
+          Self.watch(watch, runsIn: mode, isCommon: isCommon, table: state.watches),
+          !(draining && token == state.mainQueueWatchToken)
         else { continue }
         state.heldTokens.remove(token)
         try? poller.add(watch.fileDescriptor, mask: watch.interest.epollMask, token: token)
@@ -104,20 +131,44 @@ extension EventRunLoop {
     table.contains(watch, in: mode) || (isCommon && table.contains(watch, in: .common))
   }
 
-  /// Step 4: performs the signalled custom sources of `mode` in ascending order; with
-  /// `onlyFirst`, only the first. Returns whether any ran.
+  /// Step 4: performs the custom sources of `mode` that are signalled now, in ascending
+  /// order, equal orders in the order they were first signalled (CFRunLoop's rule); with
+  /// `onlyFirst`, only the first. A source signalled by one of these call-outs waits for the
+  /// next pass, as in CFRunLoop, which collects the signalled sources before calling any.
+  /// Returns whether any ran.
   private func fireCustomSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
     // Most passes find no source signalled: the flags alone tell, read in place in the
     // snapshot, without copying the list out (a retain and a release of the list and of
     // each source).
     guard self[passIn: mode].sources.contains(where: \.hasPendingSignal) else { return false }
-    let sources = self[passIn: mode].sources
+    return performSignalledSources(mode: mode, onlyFirst: onlyFirst)
+  }
+
+  // Out of line: the slow path of a check made every pass (see Docs/Performance.md, "What
+  // the annotations buy").
+  @inline(never)
+  private func performSignalledSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
+    // Lists taken from a pool (a call-out may run the loop nested, which takes another):
+    // once they have grown, a pass allocates nothing here.
+    var batch = local.signalledSourceLists.popLast() ?? []
+    for source in self[passIn: mode].sources {
+      let stamp = source.pendingSignalStamp
+      if stamp != 0, source.isValid { batch.append((source.order, stamp, source)) }
+    }
+    // The snapshot lists sources in ascending order already; only ties need the stamps.
+    if batch.count > 1 { batch.sort { ($0.order, $0.stamp) < ($1.order, $1.stamp) } }
     var handled = false
-    for source in sources where source.isValid && source.consumeSignal() {
+    for (_, _, source) in batch where source.isValid && source.consumeSignal() {
       handled = true
-      callOut(.source, name: source.name, dueAt: source.signalTime, source.performHandler)
+      if callOutsAreTraced {
+        callOut(.source, name: source.name, dueAt: source.signalTime, source.performHandler)
+      } else {
+        source.performHandler()
+      }
       if onlyFirst { break }
     }
+    batch.removeAll(keepingCapacity: true)
+    local.signalledSourceLists.append(batch)
     return handled
   }
 
@@ -165,6 +216,7 @@ extension EventRunLoop {
 
   /// The earliest of `runDeadline` and the deadline sources' next deadlines in `mode`.
   private func wakeDeadline(in mode: LoopMode, runDeadline: Int64?) -> Int64? {
+    guard !self[passIn: mode].deadlineSources.isEmpty else { return runDeadline }
     var wake = runDeadline
     let isCommon = self[passIn: mode].isCommon
     for source in self[passIn: mode].deadlineSources {
@@ -230,6 +282,7 @@ extension EventRunLoop {
     // Invalidated by an earlier call-out of this pass (or by another thread just now).
     guard watch.isValid else { return }
     let events = DescriptorEvents(epollMask: mask)
+    guard callOutsAreTraced else { return watch.handler(events) }
     callOut(watch.calloutKind, name: watch.name) { watch.handler(events) }
   }
 

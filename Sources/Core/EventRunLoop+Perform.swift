@@ -31,7 +31,7 @@ extension EventRunLoop {
     return request
   }
 
-  /// ``perform(inModes:name:_:)`` with its defaults: `body` runs in the loop's common modes,
+  /// ``perform(inModes:name:_:)->PerformRequest`` with its defaults: `body` runs in the loop's common modes,
   /// named "perform" in traces.
   ///
   /// ```swift
@@ -89,7 +89,7 @@ extension EventRunLoop {
     }
   }
 
-  /// Queues `body` on the main thread's loop; see ``perform(inModes:name:_:)``.
+  /// Queues `body` on the main thread's loop; see ``perform(inModes:name:_:)->PerformRequest``.
   ///
   /// ```swift
   /// EventRunLoop.performOnMain { updateStatus() }
@@ -163,9 +163,20 @@ extension EventRunLoop {
   }
 
   /// Runs every perform request for `mode` queued before this call, in FIFO order (steps 3,
-  /// 4 and 9). Takes the lock only when something is queued.
+  /// 4 and 9), then the Swift concurrency jobs queued for it (see `runJobs(mode:)`). Takes
+  /// the lock only when something is queued.
   func runPerformRequests(mode: LoopMode) {
-    guard published.performCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
+    if published.performCount.load(ordering: .sequentiallyConsistent) > 0 {
+      runQueuedRequests(mode: mode)
+    }
+    runJobs(mode: mode)
+  }
+
+  /// Out of line, like the other slow paths of a pass (see Docs/Performance.md, "What the
+  /// annotations buy"): inlined, it makes the check above, made three times a pass, set up
+  /// a batch and save registers it needs only when something is queued.
+  @inline(never)
+  private func runQueuedRequests(mode: LoopMode) {
     var batch = takePerformBatch(mode: mode, isCommon: self[passIn: mode].isCommon)
     while let request = batch.popFirst() {
       request.runIfPending(on: self)

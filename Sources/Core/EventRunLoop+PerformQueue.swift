@@ -8,7 +8,7 @@ extension EventRunLoop {
 
   /// The most perform requests the queue takes from other threads. When it is full, a
   /// producer on another thread waits until the loop has drained a batch:
-  /// ``perform(inModes:name:_:)`` for as long as it takes, ``perform(inModes:name:before:_:)``
+  /// ``perform(inModes:name:_:)->PerformRequest`` for as long as it takes, ``perform(inModes:name:before:_:)``
   /// and ``performAndWait(inModes:name:deadline:_:)`` until their deadline. The loop's own
   /// thread never waits (it would wait for itself): its requests go in over the limit.
   /// Raising the limit lets waiting producers in at once. At least 1.
@@ -43,7 +43,7 @@ extension EventRunLoop {
   /// ```
   public var performQueueHighWater: Int { state.withLock { $0.performBound.highWater } }
 
-  /// Queues `body` like ``perform(inModes:name:_:)``, but waits for room in a full queue
+  /// Queues `body` like ``perform(inModes:name:_:)->PerformRequest``, but waits for room in a full queue
   /// only until `deadline`.
   ///
   /// ```swift

@@ -144,9 +144,17 @@ extension EventRunLoop {
     }
     local.modes.append(mode)
     local.runsStarted &+= 1
+    let outerIgnoring = local.ignoringWakeUps
+    let start = wakeState.runBegins(inIgnoringWindow: outerIgnoring)
+    local.ignoringWakeUps = false
     notify(.entry)  // Step 1
-    let result = runPasses(mode: mode, depth: depth, plan: plan)
+    // A stop made before the first pass (by the entry observer, say) ends the run at once,
+    // as in CFRunLoop.
+    let result =
+      takeStopRequest(depth: depth) ? .stopped : runPasses(mode: mode, depth: depth, plan: plan)
     notify(.exit)  // Step 10
+    if wakeState.runEnds(beganIn: start) { wakeState.request() }
+    local.ignoringWakeUps = outerIgnoring
     local.modes.removeLast()
     endFrame()
     return result
@@ -161,11 +169,12 @@ extension EventRunLoop {
   }
 
   /// Whether a run in `mode` would have nothing to wait for: no sources, no descriptors, no
-  /// deadline-source items, no perform requests for it.
+  /// deadline-source items, no perform requests or jobs for it.
   func modeIsEmpty(_ mode: LoopMode) -> Bool {
     if !self[passIn: mode].sources.isEmpty || self[passIn: mode].hasWatches { return false }
     let isCommon = self[passIn: mode].isCommon
     if hasPerformRequests(for: mode, isCommon: isCommon) { return false }
+    if hasJobs(for: mode, modeIsCommon: isCommon) { return false }
     return !self[passIn: mode].deadlineSources.contains {
       $0.hasItems(in: mode, isCommon: isCommon)
     }

@@ -21,7 +21,7 @@ import Synchronization
 /// ```
 ///
 /// Only the owning thread may run the loop. Everything else (adding and removing sources,
-/// ``stop()``, ``wakeUp()``, ``perform(inModes:name:_:)``) is safe from any thread, as the
+/// ``stop()``, ``wakeUp()``, ``perform(inModes:name:_:)->PerformRequest``) is safe from any thread, as the
 /// guide's "Thread Safety and Run Loop Objects" describes for CoreFoundation.
 public final class EventRunLoop: @unchecked Sendable {
   /// A number that identifies the loop in traces, unique in the process.
@@ -182,6 +182,11 @@ public final class EventRunLoop: @unchecked Sendable {
   /// Makes a sleeping loop wake and go round its sequence of events again (step 9 restarts
   /// at step 2). Safe from any thread; many calls before the loop wakes cost one write.
   ///
+  /// As in CoreFoundation, a wake-up with nothing to wake is dropped: one made while no run
+  /// is active, or while the loop is between waking and its next pass, which looks at
+  /// everything a wake-up could announce anyway. Nothing it announces is lost: a request, a
+  /// signal, a stop or an emptied mode is seen by the next pass or ends its sleep.
+  ///
   /// ```swift
   /// source.signal()
   /// loop.wakeUp()
@@ -230,8 +235,21 @@ public final class EventRunLoop: @unchecked Sendable {
     var abandoned = RequestList()
     var sources: [(CustomInputSource, LoopMode)] = []
     var waiting: [DispatchSemaphore] = []
-    state.withLock { state in
+    var executors: [LoopExecutor] = []
+    let strandedJobs = state.withLock { state -> Int in
       state.threadExited = true
+      swap(&executors, &state.executors)
+      return state.jobQueues.reduce(0) { $0 + $1.jobs.count }
+    }
+    if strandedJobs > 0 {
+      // Neither runnable here any more nor elsewhere (see `enqueue(_:)`), and dropped they
+      // would leave their tasks suspended for ever.
+      fatalError(
+        "the thread of \(self) exited with \(strandedJobs) Swift concurrency job(s) still "
+          + "queued: an actor or task using this loop as its executor outlived its thread")
+    }
+    executors.removeAll()
+    state.withLock { state in
       swap(&abandoned, &state.performQueue)
       // Producers waiting for room find the thread gone and abandon their requests.
       waiting = state.performBound.takeWaiters()

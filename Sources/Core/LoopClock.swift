@@ -56,8 +56,7 @@ package enum LoopClock {
   package static func nanoseconds(
     of duration: Duration, rounded rule: FloatingPointRoundingRule = .towardZero
   ) -> (nanoseconds: Int64, exact: Bool) {
-    let (quotient, remainder) = duration.attoseconds.quotientAndRemainder(
-      dividingBy: 1_000_000_000)
+    let (quotient, remainder) = dividedByBillion(duration.attoseconds)
     var whole = quotient  // rounded toward zero
     switch rule {
     case .up where remainder > 0: whole += 1
@@ -68,5 +67,20 @@ package enum LoopClock {
       return (whole > 0 ? .max : .min, false)
     }
     return (nanoseconds, remainder == 0)
+  }
+
+  /// `value / 10^9` and `value % 10^9`, rounded toward zero. Every duration shorter than
+  /// about 584 billion years takes one 128-by-64-bit hardware division
+  /// (`dividingFullWidth`), where `Int128`'s generic division is a library call several
+  /// times slower; a timer's fire date is converted on every schedule.
+  private static func dividedByBillion(_ value: Int128) -> (quotient: Int128, remainder: Int128) {
+    let billion: UInt64 = 1_000_000_000
+    let magnitude = value.magnitude
+    let high = UInt64(truncatingIfNeeded: magnitude >> 64)
+    guard high < billion else { return value.quotientAndRemainder(dividingBy: 1_000_000_000) }
+    let (quotient, remainder) = billion.dividingFullWidth(
+      (high: high, low: UInt64(truncatingIfNeeded: magnitude)))
+    return value < 0
+      ? (-Int128(quotient), -Int128(remainder)) : (Int128(quotient), Int128(remainder))
   }
 }

@@ -29,6 +29,12 @@ struct LoopState {
   var instruments: [any RunLoopInstrument] = []
   var threadExited = false
   var mainQueueWatchInstalled = false
+  /// The main-queue watch's token, once installed.
+  var mainQueueWatchToken: UInt64?
+  /// Swift concurrency jobs, one queue per executor of the loop (slot 0: the loop itself,
+  /// then its `LoopExecutor`s, which the loop keeps for its thread's life).
+  var jobQueues: [JobQueue] = []
+  var executors: [LoopExecutor] = []
   /// The loop thread's pass snapshot while no run is active (see `PassSnapshotSlot`): kept
   /// here, under the lock, so that any change lets go of it at once, with the items in it.
   var parkedSnapshot: PassSnapshot?

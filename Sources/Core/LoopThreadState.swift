@@ -11,4 +11,15 @@ struct LoopThreadState {
   var passSnapshot = PassSnapshotSlot()
   /// How long the next sleep may poll before it blocks.
   var polling = PollingWindow()
+  /// Whether the loop is in a window where wake-ups are dropped (see `WakeState`): no run
+  /// active, or between waking and the next pass.
+  var ignoringWakeUps = true
+  /// How many main-queue drains are in progress (a nested run inside one does not serve
+  /// the main queue).
+  var mainQueueDrains = 0
+  /// Emptied lists for step 4's signalled sources, one taken per step 4 in progress.
+  var signalledSourceLists: [[SignalledSource]] = []
 }
+
+/// A source step 4 found signalled: its order, the stamp of its first signal, the source.
+typealias SignalledSource = (order: Int, stamp: UInt64, source: CustomInputSource)

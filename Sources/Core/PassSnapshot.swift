@@ -21,11 +21,6 @@ struct PassSnapshot {
   /// Whether some watch is held out of the `epoll` set (see `LoopState.heldTokens`).
   let hasHeldWatches: Bool
   let deadlineSources: [any DeadlineSource]
-
-  /// A snapshot no read accepts: `structure` never reaches `.max`.
-  static let none = PassSnapshot(
-    structure: .max, mode: .default, isCommon: false, sources: [], hasWatches: false,
-    hasHeldWatches: false, deadlineSources: [])
 }
 
 /// The loop thread's latest snapshot. Only this file reads it.
@@ -35,19 +30,17 @@ struct PassSnapshot {
 /// its loop again and again (zero-timeout runs in a game loop, say) takes it back without
 /// rebuilding it, and a loop that is not running keeps nothing alive that was removed.
 struct PassSnapshotSlot {
-  fileprivate var latest = PassSnapshot.none
+  fileprivate var latest: PassSnapshot?
 
   /// Moves the snapshot into `state` (call holding its lock, as the outermost run ends).
   mutating func park(in state: inout LoopState) {
-    state.parkedSnapshot = latest
-    latest = .none
+    state.parkedSnapshot = latest.take()
   }
 
   /// Takes back a snapshot parked in `state`, if nothing has changed since (call holding
   /// its lock, as the outermost run starts).
   mutating func unpark(from state: inout LoopState) {
-    guard let parked = state.parkedSnapshot.take() else { return }
-    latest = parked
+    latest = state.parkedSnapshot.take()
   }
 }
 
@@ -58,12 +51,12 @@ extension EventRunLoop {
     _read {
       assertOnLoopThread()
       let structure = published.structure.load(ordering: .sequentiallyConsistent)
-      if structure != local.passSnapshot.latest.structure
-        || mode != local.passSnapshot.latest.mode
+      if structure != local.passSnapshot.latest?.structure
+        || mode != local.passSnapshot.latest?.mode
       {
         local.passSnapshot.latest = takeSnapshot(for: mode)
       }
-      yield local.passSnapshot.latest
+      yield local.passSnapshot.latest!
     }
   }
 
@@ -72,6 +65,9 @@ extension EventRunLoop {
     local.passSnapshot = PassSnapshotSlot()
   }
 
+  // Out of line: a slow path of every read above (see Docs/Performance.md, "What the
+  // annotations buy").
+  @inline(never)
   private func takeSnapshot(for mode: LoopMode) -> PassSnapshot {
     state.withLock { state in
       let sources = state.sources(for: mode)

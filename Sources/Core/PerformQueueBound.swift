@@ -5,7 +5,7 @@ import Dispatch
 ///
 /// Policy when the queue is full: the producer waits for room (the loop drains the queue a
 /// batch at a time, and every drained batch wakes the waiting producers), for ever with
-/// ``EventRunLoop/perform(inModes:name:_:)``, until a deadline with
+/// ``EventRunLoop/perform(inModes:name:_:)->PerformRequest``, until a deadline with
 /// ``EventRunLoop/perform(inModes:name:before:_:)``, which then throws `queueFull`, as
 /// `InProcessPort.send(_:before:)` does. Waiting rather than dropping, because a perform
 /// request is work a caller handed over and cannot see lost; waiting rather than failing

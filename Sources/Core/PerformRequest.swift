@@ -144,7 +144,11 @@ public final class PerformRequest: Sendable {
     guard transition(from: .pending, to: .running) else { return }
     // Moved out: the request lets go of its closure as it runs it.
     if let body = body.take() {
-      loop.callOut(.block, name: name, dueAt: queuedAt == 0 ? nil : queuedAt, body)
+      if loop.callOutsAreTraced {
+        loop.callOut(.block, name: name, dueAt: queuedAt == 0 ? nil : queuedAt, body)
+      } else {
+        body()
+      }
     }
     stateBits.store(State.finished.rawValue, ordering: .releasing)
     done?.signal()

@@ -19,8 +19,10 @@ final class Poller {
   // Loop thread only: the absolute deadline the timerfd is armed for (nil: disarmed).
   private var armedDeadline: Int64?
   // Loop thread only: one event buffer per nesting depth, so a nested run never overwrites
-  // the events an outer pass is still handling.
-  private var buffers: [UnsafeMutableRawPointer] = []
+  // the events an outer pass is still handling. The outermost run's is a constant, so that
+  // the usual run reaches it without an access check of the array.
+  private let outermostBuffer: UnsafeMutableRawPointer
+  private var nestedBuffers: [UnsafeMutableRawPointer] = []
 
   init() throws(RunLoopError) {
     let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -41,6 +43,7 @@ final class Poller {
     epollDescriptor = epoll
     wakeDescriptor = wake
     timerDescriptor = timer
+    outermostBuffer = Self.makeBuffer()
     // Edge-triggered: every write to an eventfd reports one new event, so the loop never
     // needs to read the counter back, which saves a system call per wake-up. The counter
     // only grows (by one per wake-up that found the loop's flag clear); at ten million
@@ -50,7 +53,8 @@ final class Poller {
   }
 
   deinit {
-    for buffer in buffers { buffer.deallocate() }
+    outermostBuffer.deallocate()
+    for buffer in nestedBuffers { buffer.deallocate() }
     close(timerDescriptor)
     close(wakeDescriptor)
     close(epollDescriptor)
@@ -94,12 +98,15 @@ final class Poller {
     _ = timerfd_settime(timerDescriptor, Int32(TFD_TIMER_ABSTIME), &spec, nil)
   }
 
+  /// The event buffer of the run at `depth` (1 for the outermost).
   func buffer(depth: Int) -> UnsafeMutableRawPointer {
-    while buffers.count <= depth {
-      buffers.append(
-        .allocate(byteCount: crl_epoll_event_size() * Self.eventCapacity, alignment: 8))
-    }
-    return buffers[depth]
+    guard depth > 1 else { return outermostBuffer }
+    while nestedBuffers.count < depth - 1 { nestedBuffers.append(Self.makeBuffer()) }
+    return nestedBuffers[depth - 2]
+  }
+
+  private static func makeBuffer() -> UnsafeMutableRawPointer {
+    .allocate(byteCount: crl_epoll_event_size() * eventCapacity, alignment: 8)
   }
 
   /// Waits for events: without blocking when `block` is false, otherwise until one arrives.

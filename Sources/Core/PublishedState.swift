@@ -10,6 +10,8 @@ final class PublishedState: Sendable {
   let structure = Atomic<UInt64>(0)
   /// How many perform requests are queued.
   let performCount = Atomic<Int>(0)
+  /// How many Swift concurrency jobs are queued, in all of the loop's executors.
+  let jobCount = Atomic<Int>(0)
   /// Whether some active run has a stop request it has not seen yet.
   let stopPending = Atomic<Bool>(false)
 

@@ -21,6 +21,17 @@ import Synchronization
 /// - `polling`: the loop polls before it sleeps (`EventRunLoop+Polling.swift`); a wake-up
 ///   marks the state instead of writing, and the poll sees the mark.
 /// - `marked`: a wake-up came while the loop polled.
+/// - `ignoring`: no run is active, or the loop is between its wake-up and its next pass.
+///   A wake-up then has nothing to wake: the next pass looks at everything one can announce
+///   (requests, signals, deadlines, descriptors). It writes nothing and leaves `dropped`,
+///   as CFRunLoop ignores such wake-ups.
+/// - `dropped`: a wake-up came while ignoring. The next pass checks the two things only the
+///   end of a pass looks at (a stop, an emptied mode) and wakes itself for them.
+///
+/// ```
+///              wakeUp(): no write         the next pass begins
+///   ignoring ─────────────────► dropped ──────────────────────► awake (+ a check)
+/// ```
 ///
 /// Every access is sequentially consistent. A waker publishes its change (a signal, a
 /// queued request) and then reads the state; the loop clears the state and then reads what
@@ -29,10 +40,17 @@ import Synchronization
 /// writes, which reports a new event.
 struct WakeState: ~Copyable, Sendable {
   private enum Phase: UInt8 {
-    case awake, written, polling, marked
+    case awake, written, polling, marked, ignoring, dropped
   }
 
-  private let phase = Atomic<UInt8>(Phase.awake.rawValue)
+  /// Where a run began, for ``runEnds(beganIn:)``: inside a pass of an outer run, or in an
+  /// ignoring window (no run active, or an outer run between waking and its next pass).
+  enum RunStart {
+    case inPass, ignoring, dropped
+  }
+
+  // A loop that is not running ignores wake-ups.
+  private let phase = Atomic<UInt8>(Phase.ignoring.rawValue)
   /// The loop's `eventfd` (owned by its `Poller`), edge-triggered: every write reports one
   /// new event, so the loop never reads the counter back.
   private let eventDescriptor: Int32
@@ -53,7 +71,9 @@ struct WakeState: ~Copyable, Sendable {
       switch Phase(rawValue: current) {
       case .awake: next = .written
       case .polling: next = .marked
+      case .ignoring: next = .dropped
       default: return  // written or marked: the loop will see that wake-up, and this one
+      // (dropped: the next pass looks at what this one announces)
       }
       let (exchanged, original) = phase.compareExchange(
         expected: current, desired: next.rawValue, ordering: .sequentiallyConsistent)
@@ -91,6 +111,67 @@ struct WakeState: ~Copyable, Sendable {
   /// Whether a wake-up marked the poll.
   var isMarked: Bool {
     phase.load(ordering: .sequentiallyConsistent) == Phase.marked.rawValue
+  }
+
+  /// The loop has its events (after step 5 or 7): wake-ups are ignored until the next pass
+  /// begins. A wake-up whose event is still pending (`written`) stays and ends the next
+  /// sleep, as one that came just before the loop woke does in CFRunLoop.
+  func startIgnoring() {
+    _ = phase.compareExchange(
+      expected: Phase.awake.rawValue, desired: Phase.ignoring.rawValue,
+      ordering: .sequentiallyConsistent)
+  }
+
+  /// A pass begins: wake-ups count again. Returns whether one was dropped since the last
+  /// pass woke (the pass then checks what only the end of a pass looks at).
+  func passBegins() -> Bool {
+    var current = phase.load(ordering: .sequentiallyConsistent)
+    while current == Phase.ignoring.rawValue || current == Phase.dropped.rawValue {
+      let (exchanged, original) = phase.compareExchange(
+        expected: current, desired: Phase.awake.rawValue, ordering: .sequentiallyConsistent)
+      if exchanged { return current == Phase.dropped.rawValue }
+      current = original
+    }
+    return false
+  }
+
+  /// A run begins (step 1): wake-ups count from here on, as CFRunLoop gives each run a
+  /// fresh, cleared "ignore wake-ups" flag. `ignoringWindow` tells whether the run begins
+  /// in an ignoring window (no run active, or an outer run between waking and its next
+  /// pass; a wake-up whose event is pending leaves the state `written` there). Returns
+  /// where the run began.
+  func runBegins(inIgnoringWindow ignoringWindow: Bool) -> RunStart {
+    guard ignoringWindow else { return .inPass }
+    var current = phase.load(ordering: .sequentiallyConsistent)
+    while current == Phase.ignoring.rawValue || current == Phase.dropped.rawValue {
+      let (exchanged, original) = phase.compareExchange(
+        expected: current, desired: Phase.awake.rawValue, ordering: .sequentiallyConsistent)
+      if exchanged { return current == Phase.ignoring.rawValue ? .ignoring : .dropped }
+      current = original
+    }
+    return .ignoring
+  }
+
+  /// A run ends (step 10): back to the window it began in. Returns whether a wake-up the
+  /// run dropped must be made now, as a real one: a run nested inside an outer pass hands it
+  /// to that pass, which may already have looked at what it announced.
+  func runEnds(beganIn start: RunStart) -> Bool {
+    var current = phase.load(ordering: .sequentiallyConsistent)
+    while true {
+      let next: Phase
+      switch (Phase(rawValue: current), start) {
+      case (.ignoring, .inPass), (.dropped, .inPass): next = .awake
+      case (.ignoring, .ignoring): return false
+      case (.ignoring, .dropped), (.dropped, _): next = .dropped
+      case (.awake, .ignoring): next = .ignoring  // ended before any pass
+      case (.awake, .dropped): next = .dropped
+      default: return false  // awake inside a pass, or written: its event ends the next sleep
+      }
+      let (exchanged, original) = phase.compareExchange(
+        expected: current, desired: next.rawValue, ordering: .sequentiallyConsistent)
+      if exchanged { return current == Phase.dropped.rawValue && start == .inPass }
+      current = original
+    }
   }
 
   /// Leaves `polling` for `awake`; returns whether a wake-up marked the poll (also when it

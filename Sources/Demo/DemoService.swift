@@ -180,9 +180,15 @@ final class DemoService: @unchecked Sendable {
       try worker.thread.start()
     }
 
-    while state.withLock({ $0.shutdownReason == nil }) {
+    // The main loop runs at least once, so that its run is in the trace even when the
+    // shutdown came first (standard output closed while the service started): a queued
+    // stop ends that run after one pass, as a signal read in its first pass would.
+    repeat {
+      if state.withLock({ $0.shutdownReason != nil }) {
+        mainLoop.perform { EventRunLoop.current.stop() }
+      }
       if try mainLoop.run(mode: .default, timeout: nil) == .finished { break }
-    }
+    } while state.withLock({ $0.shutdownReason == nil })
 
     // Graceful shutdown: workers first (their loops stop from their own threads), then the
     // main loop's sources, then the sinks, which write out what they have queued.

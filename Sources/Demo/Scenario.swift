@@ -29,6 +29,7 @@ struct Scenario: Sendable {
     Scenarios.performs,
     Scenarios.nestedRuns,
     Scenarios.mainQueue,
+    Scenarios.actors,
     Scenarios.stall,
   ]
 

@@ -24,29 +24,30 @@ extension Scenarios {
     let loop = EventRunLoop.current
     let start = ContinuousClock.now
     let step: Duration = .milliseconds(100)
-    let fires = GuardedState<
-      [(due: ContinuousClock.Instant, at: Double, next: ContinuousClock.Instant)]
-    >([])
+    let fires = GuardedState<[(due: ContinuousClock.Instant, at: Double)]>([])
     let timer = try LoopTimer(fireAt: start + step, every: step, name: "grid") { timer in
       let offset = since(start)
-      // In its call-out a repeating timer's fireDate is already its next grid point; the
-      // previous call-out's next date is this fire's due date.
-      let next = timer.fireDate
-      let (count, due) = fires.withLock { list -> (Int, ContinuousClock.Instant) in
-        let due = list.last?.next ?? start + step
-        list.append((due, offset, next))
-        return (list.count, due)
+      // In its call-out a repeating timer's fireDate is still the date this fire was due at
+      // (as in CoreFoundation); the next one is computed when the call-out returns.
+      let due = timer.fireDate
+      let count = fires.withLock { list -> Int in
+        list.append((due, offset))
+        return list.count
       }
       let dueAt = DurationArgument(due - start).seconds * 1000
       narration.event(
-        "fire \(count) due at \(one(dueAt)) ms, ran at \(one(offset)) ms (late \(one(offset - dueAt)) ms),"
-          + " next \(one(DurationArgument(next - start).seconds * 1000)) ms"
-          + (count == 3 ? "; this handler works 150 ms" : ""), at: 9)
-      if count == 3 { usleep(150_000) }
+        "fire \(count) due at \(one(dueAt)) ms, ran at \(one(offset)) ms (late \(one(offset - dueAt)) ms)",
+        at: 9)
       if count == 6 { timer.invalidate() }
     }
+    // Other work that holds the loop: a one-shot timer whose handler works 140 ms.
+    let busy = try LoopTimer(fireAt: start + .milliseconds(310), name: "busy") { _ in
+      narration.event("busy handler starts at \(one(since(start))) ms and works 140 ms", at: 9)
+      usleep(140_000)
+    }
     try loop.add(timer, mode: .default)
-    narration.say("A timer every 100 ms; the handler of its 3rd fire (due at 300 ms) works 150 ms,")
+    try loop.add(busy, mode: .default)
+    narration.say("A timer every 100 ms; another handler holds the loop from 310 ms for 140 ms,")
     narration.say("so the 4th fire (due at 400 ms) can only run at about 450 ms.")
     _ = try loop.run(mode: .default, timeout: .seconds(3))
     timer.invalidate()
@@ -58,10 +59,8 @@ extension Scenarios {
       fired[3].at - dueTimes[3] >= 40,
       "the 4th fire ran \(one(fired[3].at - dueTimes[3])) ms after its due time: a late fire")
     narration.expect(
-      fired.allSatisfy {
-        onGrid($0.due, from: start, step: step) && onGrid($0.next, from: start, step: step)
-      },
-      "every due and next fire date was start + k x 100 ms: the 5th was due at \(one(dueTimes[4])) ms,"
+      fired.allSatisfy { onGrid($0.due, from: start, step: step) },
+      "every fire was due at start + k x 100 ms: the 5th was due at \(one(dueTimes[4])) ms,"
         + " not 100 ms after the late fire")
     narration.expect(
       zip(fired, dueTimes).allSatisfy { $0.0.at >= $0.1 }, "no fire came before its due time")
@@ -69,43 +68,46 @@ extension Scenarios {
 
   static let timersOverrun = Scenario(
     name: "timers-overrun",
-    title: "Missed fires of a repeating timer come as one, then it goes back on its grid",
+    title: "A handler that overruns its period: the next fire is the next grid point after it",
     guide: "Run Loops > Timer Sources (a repeating timer reschedules on its original schedule)",
     article: "TimerSources.md, One-shot and repeating timers, and the grid"
   ) { narration in
     let loop = EventRunLoop.current
     let start = ContinuousClock.now
     let step: Duration = .milliseconds(50)
-    let fires = GuardedState<[(at: Double, next: ContinuousClock.Instant)]>([])
+    let fires = GuardedState<[(at: Double, due: ContinuousClock.Instant)]>([])
     let timer = try LoopTimer(fireAt: start + step, every: step, name: "overrun") { timer in
       let offset = since(start)
-      let next = timer.fireDate
+      let due = timer.fireDate  // the date this fire was due at
       let count = fires.withLock { list -> Int in
-        list.append((offset, next))
+        list.append((offset, due))
         return list.count
       }
       narration.event(
-        "fire \(count) at \(one(offset)) ms, next fire date \(one(DurationArgument(next - start).seconds * 1000)) ms"
+        "fire \(count) at \(one(offset)) ms, due at \(one(DurationArgument(due - start).seconds * 1000)) ms"
           + (count == 2 ? "; this handler works 180 ms" : ""), at: 9)
       if count == 2 { usleep(180_000) }
     }
     try loop.add(timer, mode: .default)
     narration.say("A timer every 50 ms for 500 ms (10 grid points); fire 2 takes 180 ms,")
-    narration.say("so about three grid points pass while it works.")
+    narration.say("so about three grid points pass while it works. As in CoreFoundation, the next")
+    narration.say("fire date is computed when the handler returns: the first grid point after it.")
     _ = try loop.run(mode: .default, timeout: .milliseconds(520))
     timer.invalidate()
     let fired = fires.withLock { $0 }
     narration.expect(
       fired.count >= 3 && fired.count <= 8,
-      "it fired \(fired.count) times, not 10: the missed fires were not replayed one by one")
+      "it fired \(fired.count) times, not 10: the missed grid points were not replayed")
     if fired.count >= 3 {
       narration.expect(
-        fired[2].at >= 280,
-        "the catch-up fire came once the slow handler had returned (\(one(fired[2].at)) ms)")
+        fired[2].at >= 280 && DurationArgument(fired[2].due - start).seconds * 1000 >= 280,
+        "the next fire was due at the first grid point after the slow handler returned"
+          + " (\(one(DurationArgument(fired[2].due - start).seconds * 1000)) ms), with no catch-up"
+          + " fire for the points it missed")
     }
     narration.expect(
-      fired.allSatisfy { onGrid($0.next, from: start, step: step) },
-      "every next fire date, also after the catch-up, was on the 50 ms grid")
+      fired.allSatisfy { onGrid($0.due, from: start, step: step) },
+      "every fire was due on the 50 ms grid")
   }
 
   static let timersTolerance = Scenario(

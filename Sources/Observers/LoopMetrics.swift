@@ -166,17 +166,17 @@ public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
       switch activity {
       case .beforeTimers:
         accumulator.iterations += 1
-        // One atomic load: the loop publishes its queue's count for its own passes.
-        accumulator.performQueueDepth = loop.queuedPerformRequests
-        accumulator.performQueueMax = max(
-          accumulator.performQueueMax, accumulator.performQueueDepth)
+        accumulator.notePerformQueue(loop.queuedPerformRequests)
+      case .beforeWaiting:
+        // Again before a sleep, so that a loop gone idle shows the queue it left.
+        accumulator.notePerformQueue(loop.queuedPerformRequests)
       case .entry: accumulator.runs += 1
       default: break
       }
       return accumulator.exported
     }
-    if activity == .beforeTimers {
-      exported?.iterations.increment()
+    if activity == .beforeTimers || activity == .beforeWaiting {
+      if activity == .beforeTimers { exported?.iterations.increment() }
       exported?.performQueueDepth.record(loop.queuedPerformRequests)
     }
   }
@@ -303,6 +303,12 @@ struct _LoopAccumulator {
   /// the loop was already running (no outermost entry will come).
   mutating func noteEvent(at nanoseconds: Int64) {
     if runStart == nil { runStart = nanoseconds }
+  }
+
+  /// The perform queue's depth now (one atomic load on the loop's side).
+  mutating func notePerformQueue(_ depth: Int) {
+    performQueueDepth = depth
+    performQueueMax = max(performQueueMax, depth)
   }
 
   mutating func addNested(_ nanoseconds: Int64, atDepth depth: Int) {

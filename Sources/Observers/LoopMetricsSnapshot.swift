@@ -137,14 +137,14 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
   /// print("\(snapshot.spins.caught) of \(snapshot.spins.spins) polls caught work")
   /// ```
   public var spins: LoopSpinStatistics
-  /// Perform requests queued at the loop's latest pass (see
-  /// ``/RunLoopCore/EventRunLoop/queuedPerformRequests``).
+  /// Perform requests queued at the start of the loop's latest pass or before its latest
+  /// sleep, whichever came last (see ``/RunLoopCore/EventRunLoop/queuedPerformRequests``).
   ///
   /// ```swift
   /// let backlog = snapshot.performQueueDepth
   /// ```
   public var performQueueDepth: Int
-  /// The most perform requests seen queued at the start of a pass (at most
+  /// The most perform requests seen queued at the start of a pass or before a sleep (at most
   /// ``/RunLoopCore/EventRunLoop/performQueueLimit`` from other threads).
   ///
   /// ```swift

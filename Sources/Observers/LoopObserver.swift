@@ -20,8 +20,9 @@ import Synchronization
 ///
 /// While its call-out runs on a loop, that loop does not call it again (a nested run started
 /// from the call-out skips it), as CoreFoundation does; another loop the observer is in still
-/// calls it. A one-shot observer is invalid from the moment its one call-out starts, so no
-/// other loop can call it a second time. All methods are safe from any thread.
+/// calls it. A one-shot observer is claimed as its one call-out starts, so no other loop can
+/// call it a second time, and invalidated when the call-out returns (inside it, ``isValid``
+/// is still `true`, as in CoreFoundation). All methods are safe from any thread.
 public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
   /// The activities the observer wants.
   ///
@@ -50,6 +51,8 @@ public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
 
   let handler: @Sendable (LoopObserver, LoopActivity) -> Void
   private let valid = Atomic<Bool>(true)
+  // A one-shot observer's one call-out has been claimed by some loop.
+  private let claimed = Atomic<Bool>(false)
   // Guarded by its own lock: the registries (one per loop) and modes the observer is in.
   private let registrations = GuardedState<[(registry: _ObserverRegistry, mode: LoopMode)]>([])
 
@@ -108,16 +111,21 @@ public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
     }
   }
 
-  /// Claims a call-out: `false` when the observer is invalid. A one-shot observer is
-  /// invalidated by its claim, so only one loop, once, ever gets it. (That a loop does not
-  /// re-enter a running call-out is the business of the loop's registry.)
+  /// Claims a call-out: `false` when the observer is invalid. Only one loop, once, ever
+  /// claims a one-shot observer; it stays valid until ``calloutDidReturn()``. (That a loop
+  /// does not re-enter a running call-out is the business of the loop's registry.)
   func claim() -> Bool {
     guard isValid else { return false }
     if !repeats {
-      guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return false }
-      unregister()
+      guard !claimed.exchange(true, ordering: .acquiringAndReleasing) else { return false }
     }
     return true
+  }
+
+  /// Ends a claimed call-out: a one-shot observer is invalidated now, after its call-out,
+  /// as CoreFoundation does.
+  func calloutDidReturn() {
+    if !repeats { invalidate() }
   }
 
   func didAdd(to registry: _ObserverRegistry, mode: LoopMode) {

@@ -127,11 +127,10 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
       cachedObservers = candidates
     }
     for observer in candidates where observer.activities.contains(activity) {
-      // One removed or invalidated by an earlier call-out of this notification is skipped.
+      // As in CoreFoundation, the list is the snapshot taken above: an observer invalidated
+      // by an earlier call-out of this notification is skipped, but one only removed from
+      // the mode is still valid and still called this once.
       guard observer.isValid else { continue }
-      if mutations.load(ordering: .acquiring) != version {
-        guard isScheduled(observer, for: info.mode, commonModes: commonModes) else { continue }
-      }
       let id = ObjectIdentifier(observer)
       guard !firing.contains(id), observer.claim() else { continue }
       firing.append(id)
@@ -139,15 +138,7 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
         observer.handler(observer, activity)
       }
       if let index = firing.lastIndex(of: id) { firing.remove(at: index) }
-    }
-  }
-
-  private func isScheduled(
-    _ observer: LoopObserver, for mode: LoopMode, commonModes: Set<LoopMode>
-  ) -> Bool {
-    state.withLock { state in
-      state.table.contains(observer, in: mode)
-        || (commonModes.contains(mode) && state.table.contains(observer, in: .common))
+      observer.calloutDidReturn()
     }
   }
 }

@@ -77,7 +77,12 @@ public final class Debouncer: Sendable {
       // Move the pending run; if it already started (or was cancelled), schedule anew.
       if let timer = pending, timer.reschedule(fireDate: due, tolerance: nil) { return }
       let action = action
-      let timer = try! LoopTimer(fireAt: due, name: name) { _ in action() }
+      // The run has started once the action does: a call from inside it schedules anew
+      // instead of moving this timer, which ends when its call-out returns.
+      let timer = try! LoopTimer(fireAt: due, name: name) { timer in
+        timer.invalidate()
+        action()
+      }
       do {
         try loop.add(timer, modes: modes)
         pending = timer

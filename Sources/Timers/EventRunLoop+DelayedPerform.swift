@@ -31,6 +31,9 @@ extension EventRunLoop {
     // the timer: capturing it would make a cycle (scheduler, timer, handler) that nothing
     // breaks if the request never runs.
     let timer = try! LoopTimer(fireAt: .now + delay, name: name) { timer in
+      // A request that has started is no longer pending: its timer ends here, not after
+      // the block (as a plain one-shot timer's does).
+      timer.invalidate()
       if let key { timer.scheduler?.forget(timer, key: key) }
       block()
     }

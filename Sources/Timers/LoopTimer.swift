@@ -20,8 +20,12 @@ import Synchronization
 /// ```
 ///
 /// A repeating timer stays on its grid (`fireDate + k * interval`): firing late does not
-/// shift later fires. When fires are missed (a long handler, a loop running another mode),
-/// it fires once for all of them and then goes on at the next grid point in the future.
+/// shift later fires. When fires are missed (a loop busy elsewhere or running another mode),
+/// it fires once for all of them and then goes on at the next grid point in the future. Its
+/// next fire date is computed when its handler returns, as the first grid point after that
+/// moment (as in CoreFoundation): a handler that overran its period is followed by the next
+/// grid point, not by a late fire at once. While its handler runs, the timer does not fire
+/// again, not even in a run the handler starts.
 ///
 /// With a ``tolerance``, the timer may fire anywhere in `[fireDate, fireDate + tolerance]`;
 /// the loop uses those windows to serve several timers with one wake-up.
@@ -30,9 +34,9 @@ import Synchronization
 /// scheduled there becomes invalid, and is freed (with what its handler captured) unless
 /// someone else holds it.
 ///
-/// Every member is safe to call from any thread. A one-shot timer is invalid by the time its
-/// handler runs. A call-out that has already begun when another thread calls
-/// ``invalidate()`` still completes.
+/// Every member is safe to call from any thread. A one-shot timer becomes invalid when its
+/// handler returns (inside it, ``isValid`` is still `true`, as in CoreFoundation). A call-out
+/// that has already begun when another thread calls ``invalidate()`` still completes.
 public final class LoopTimer: @unchecked Sendable {
   // Layout: 16 bytes of object header and 72 of fields, 88 bytes in all (a 96-byte block of
   // malloc's), in declaration order. The fields the heaps and cancellation touch come first,
@@ -99,7 +103,7 @@ public final class LoopTimer: @unchecked Sendable {
   func withStripe<Result, Failure: Error>(
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
-    let address = UInt(bitPattern: ObjectIdentifier(self).hashValue)
+    let address = UInt(bitPattern: ObjectIdentifier(self))
     let stripe = Int(truncatingIfNeeded: (address >> 5) ^ (address >> 11)) & 63
     return try Self.stripeLocks[stripe].withLock { _ throws(Failure) -> Result in try body() }
   }
@@ -187,8 +191,8 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```
   public var repeats: Bool { interval != nil }
 
-  /// Whether the timer can still fire: `false` after ``invalidate()`` and after a one-shot
-  /// timer fired.
+  /// Whether the timer can still fire: `false` after ``invalidate()`` and once a one-shot
+  /// timer's handler has returned (inside that handler it is still `true`).
   ///
   /// ```swift
   /// if timer.isValid { timer.invalidate() }

@@ -130,6 +130,7 @@ final class _TimerScheduler: @unchecked Sendable {
   func hasItems(in mode: LoopMode, common: Bool) -> Bool {
     state.withLock { state in
       state.count(in: mode) > 0 || (common && state.count(in: .common) > 0)
+        || state.firingKeepsModeAlive(mode, common: common)
     }
   }
 
@@ -166,7 +167,15 @@ final class _TimerScheduler: @unchecked Sendable {
       $0.takeDue(in: mode, common: common, now: nowKey, before: horizon)
     }) {
       let timer = due.timer
-      loop.withCallout(.timer, name: timer.name, dueAt: due.dueAt) { timer.handler(timer) }
+      // Invalidated by another thread since it was taken: a call-out not begun is not made.
+      if timer.isValid {
+        loop.withCallout(.timer, name: timer.name, dueAt: due.dueAt) { timer.handler(timer) }
+      }
+      // As CFRunLoop does: the next fire date is computed now that the call-out has
+      // returned, as the first grid point later than now, so a call-out that overran its
+      // period is followed by the next grid point, not by a late catch-up fire.
+      let after = _TimerClock.key(of: _TimerClock.offset(of: .now), roundingUp: false).key
+      state.withLock { $0.finishFiring(timer, takenSequence: due.sequence, now: after) }
     }
   }
 }
@@ -226,6 +235,8 @@ struct _SchedulerState {
   var delayedByKey: [String: [LoopTimer]] = [:]
   /// Whether the loop's thread has exited (the heaps are then empty for good).
   var exited = false
+  /// The timers whose call-outs are running, innermost last (out of the heaps meanwhile).
+  var firing: [LoopTimer] = []
 
   func count(in mode: LoopMode) -> Int {
     guard let index = index(of: mode) else { return 0 }
@@ -431,13 +442,18 @@ struct _SchedulerState {
     }
   }
 
-  /// The next timer to fire in `mode` at `now` (a key), already rescheduled (repeating) or
-  /// taken out (one-shot), with the fire date it was due at; `nil` when none is due. Only
-  /// timers scheduled before sequence `horizon` qualify; one (re)scheduled since, even into
-  /// the past, neither qualifies nor holds back the others. Allocates nothing.
+  /// The next timer to fire in `mode` at `now` (a key), with the fire date it was due at
+  /// and its sequence then; `nil` when none is due. Only timers scheduled before sequence
+  /// `horizon` qualify; one (re)scheduled since, even into the past, neither qualifies nor
+  /// holds back the others.
+  ///
+  /// The timer is taken out of its heaps and marked firing until ``finishFiring(_:takenSequence:now:)``:
+  /// while its call-out runs, no nested run fires it again or wakes for it (CFRunLoop skips a
+  /// firing timer), yet it still keeps its modes from being empty. Allocates nothing once
+  /// `firing` has grown to the deepest nesting of timer call-outs.
   mutating func takeDue(
     in mode: LoopMode, common: Bool, now: Int64, before horizon: UInt64
-  ) -> (timer: LoopTimer, dueAt: ContinuousClock.Instant)? {
+  ) -> (timer: LoopTimer, dueAt: ContinuousClock.Instant, sequence: UInt64)? {
     while true {
       var best: (node: _TimerHeapNode, key: (Int64, UInt64))?
       if let index = index(of: mode) {
@@ -452,21 +468,54 @@ struct _SchedulerState {
       guard let node = best?.node else { return nil }
       let timer = node.timer
       let dueAt = timer.scheduledFireDate
-      if timer.repeats {
-        // Invalidated by another thread that has not yet reached this lock: drop it.
-        guard timer.isValid else {
-          unlinkAll(timer)
-          continue
-        }
-        advance(timer, now: now)
-        timer.sequence = takeSequence()
-        reposition(timer)
-      } else {
-        unlinkAll(timer)
-        // Whoever clears the flag owns the timer's end; an invalidated timer does not fire.
-        guard timer.markInvalid() else { continue }
+      unlinkAll(timer)
+      // Invalidated by another thread that has not yet reached this lock: drop it.
+      guard timer.isValid else { continue }
+      firing.append(timer)
+      return (timer, dueAt, timer.sequence)
+    }
+  }
+
+  /// Ends the firing of `timer` that ``takeDue(in:common:now:before:)`` began, at `now` (a
+  /// key read after the call-out returned). A one-shot timer is invalidated now, after its
+  /// call-out (inside it `isValid` was `true`, as in CFRunLoop). A repeating timer that is
+  /// still valid and not suspended goes back into its heaps: at the fire date its call-out
+  /// set, if it set one, else at the first grid point later than `now`.
+  mutating func finishFiring(_ timer: LoopTimer, takenSequence: UInt64, now: Int64) {
+    if let index = firing.lastIndex(where: { $0 === timer }) { firing.remove(at: index) }
+    guard !exited else { return }
+    guard timer.repeats else {
+      _ = timer.markInvalid()
+      // A mode it joined during its call-out linked it again.
+      unlinkAll(timer)
+      return
+    }
+    guard timer.isValid, timer.suspendedRemaining == nil else { return }
+    if timer.sequence == takenSequence {
+      advance(timer, now: now)
+      timer.sequence = takeSequence()
+    }
+    // Slots linked during the call-out (a mode joined) move to the new date; the others
+    // are linked again.
+    reposition(timer)
+    _ = relink(timer)
+  }
+
+  /// Whether a timer whose call-out is running keeps `mode` from being empty: it is valid,
+  /// not suspended, and active in `mode` (or in `.common`, when `mode` is common).
+  func firingKeepsModeAlive(_ mode: LoopMode, common: Bool) -> Bool {
+    guard !firing.isEmpty else { return false }
+    let own = index(of: mode)
+    let shared = common ? index(of: .common) : nil
+    func isActive(_ timer: LoopTimer, in heapIndex: Int?) -> Bool {
+      guard let heapIndex, let position = timer.slotPosition(ofHeap: heapIndex) else {
+        return false
       }
-      return (timer, dueAt)
+      return timer.slot(at: position)?.active ?? false
+    }
+    return firing.contains { timer in
+      timer.isValid && timer.suspendedRemaining == nil
+        && (isActive(timer, in: own) || isActive(timer, in: shared))
     }
   }
 

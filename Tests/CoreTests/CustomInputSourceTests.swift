@@ -90,7 +90,7 @@ struct CustomInputSourceTests {
     #expect(results.withLock { $0 } == [.handledSource, .handledSource])
   }
 
-  @Test func sourcesInOneLoopRunInAscendingOrderWithTiesInInsertionOrder() throws {
+  @Test func sourcesInOneLoopRunInAscendingOrderWithTiesInSignalOrder() throws {
     let log = try onNewThread { loop -> [String] in
       let recorder = Recorder()
       let sources = [("c", 2), ("a", 0), ("b1", 1), ("b2", 1)].map { name, order in
@@ -101,8 +101,9 @@ struct CustomInputSourceTests {
       try loop.run(mode: .default, timeout: .zero)
       return recorder.log
     }
-    // Added in reverse: b2 went in before b1.
-    #expect(log == ["a", "b2", "b1", "c"])
+    // Added in reverse (b2 went in before b1), signalled b1 first: as in CFRunLoop, equal
+    // orders run in the order of their signals, whatever the order they were added in.
+    #expect(log == ["a", "b1", "b2", "c"])
   }
 
   @Test func addingAndRemovingFromAnotherThreadWhileTheLoopRunsIsSafe() throws {

@@ -18,6 +18,14 @@ struct MainQueueTests {
     #expect(helper.waitForExit(timeout: .seconds(30)) == 0)
   }
 
+  // As in CFRunLoop, a run nested in main-queue work does not serve the main queue: it
+  // neither claims a handled source nor skips its sleep for the queue's readiness.
+  @Test func runNestedInMainQueueWorkSleepsPastTheMainQueue() throws {
+    let helper = try HelperProcess(["core-main-queue-nested-run"])
+    #expect(helper.readLine(timeout: .seconds(30)) == "order:nested:timedOut,B")
+    #expect(helper.waitForExit(timeout: .seconds(30)) == 0)
+  }
+
   @Test func mainQueueBlocksDoNotRunInsideAnotherMainQueueBlock() throws {
     let helper = try HelperProcess(["core-main-queue-nested"])
     #expect(helper.readLine(timeout: .seconds(30)) == "order:A-start,A-end,B")

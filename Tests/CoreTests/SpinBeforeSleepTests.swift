@@ -110,6 +110,9 @@ struct SpinBeforeSleepTests {
     let result = GuardedState<RunResult?>(nil)
     let worker = RunLoopThread(name: "poller") { thread in
       try thread.runLoop.add(source, mode: .default)
+      // The longest window: on a loaded machine a blocked thread takes longer than the
+      // default 50 µs to wake, and those sleeps would close a shorter window.
+      thread.runLoop.spinLimit = .milliseconds(1)
       running.store(true, ordering: .releasing)
       let ended = try thread.runLoop.run(mode: .default, timeout: .seconds(60))
       result.withLock { $0 = ended }
@@ -121,7 +124,7 @@ struct SpinBeforeSleepTests {
     for round in 1...5000 {
       // A few microseconds after the last call-out: the loop has finished its pass and is
       // polling (well within its 50 µs window), and the wake-up comes as a mark.
-      let settle = ContinuousClock.now + .microseconds(10)
+      let settle = ContinuousClock.now + .microseconds(25)
       while ContinuousClock.now < settle {}
       source.signalAndWakeUp()
       let deadline = ContinuousClock.now + .seconds(5)

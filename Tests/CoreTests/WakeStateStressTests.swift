@@ -20,6 +20,9 @@ struct WakeStateStressTests {
   func performRequestsFromSeveralThreadsAtOnceAllRun() throws {
     let worker = try startLoopThread(name: "target")
     let loop = worker.runLoop
+    // The longest window: on a loaded machine a blocked thread takes longer than the default
+    // 50 µs to wake, and those sleeps would close a shorter window.
+    loop.spinLimit = .milliseconds(1)
     let stalled = Atomic<Int>(0)
     let performers = (0..<3).map { index in
       RunLoopThread(name: "performer \(index)") { _ in

@@ -33,7 +33,9 @@ struct RunCommandExitPathTests {
     #expect(
       result.stderr.contains("is incomplete: \(records.count) records written"),
       "\(records.count) records in the file; stderr: \(result.stderr)")
-    #expect(records.map(\.seq) == (1...UInt64(records.count)).map { $0 })
+    // Each record once (the sink's own test checks the exact prefix; here several loops
+    // interleave in the queue).
+    #expect(Set(records.map(\.seq)).count == records.count)
   }
 
   @Test func aLogDeletedDuringTheRunExitsNonZeroSayingSo() throws {
@@ -112,10 +114,10 @@ struct RunCommandExitPathTests {
     let stderr = try String(contentsOfFile: directory + "/stderr.txt", encoding: .utf8)
     #expect(status == "0\n", "stderr: \(stderr)")
     #expect(stderr.isEmpty, "stderr: \(stderr)")
-    // head may be gone before the main loop's first run: every loop that ran is in the
-    // log, each run with its exit.
+    // head may be gone before the service has started: the main loop still runs once, and
+    // every loop that ran is in the log, each run with its exit.
     let log = try LogCheck(path: directory + "/trace.jsonl")
-    #expect(!log.records.isEmpty)
+    #expect(log.loops.contains(1))
     #expect(log.problems() == [])
   }
 

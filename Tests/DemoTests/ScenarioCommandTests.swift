@@ -25,6 +25,7 @@ struct ScenarioCommandTests {
     "performs",
     "nested-runs",
     "main-queue",
+    "actors",
     "stall",
   ]
 

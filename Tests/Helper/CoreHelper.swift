@@ -11,6 +11,8 @@ func runCoreHelper(_ arguments: [String]) -> Never {
     mainQueueScenario()
   case "core-main-queue-nested":
     nestedMainQueueScenario()
+  case "core-main-queue-nested-run":
+    mainQueueNestedRunScenario()
   default:
     print("unknown core subcommand \(arguments)")
     exit(2)
@@ -65,5 +67,30 @@ private func nestedMainQueueScenario() -> Never {
     _ = try? loop.run(mode: .default, timeout: .milliseconds(50))
   }
   print("order:\(order.withLock { $0.joined(separator: ",") })")
+  exit(0)
+}
+
+/// A run nested in main-queue work, with more main-queue work queued: it does not serve the
+/// main queue, so it sleeps until its timeout instead of returning "handled source" at once.
+private func mainQueueNestedRunScenario() -> Never {
+  let loop = EventRunLoop.main
+  let seen = GuardedState<[String]>([])
+  do {
+    try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
+  } catch {
+    print("error: \(error)")
+    exit(1)
+  }
+  DispatchQueue.main.async {
+    DispatchQueue.main.async { seen.withLock { $0.append("B") } }
+    let result = try? loop.run(
+      mode: .default, timeout: .milliseconds(50), returnAfterSourceHandled: true)
+    seen.withLock { $0.append("nested:\(result.map { "\($0)" } ?? "error")") }
+  }
+  let deadline = ContinuousClock.now + .seconds(10)
+  while seen.withLock({ $0.count }) < 2 && ContinuousClock.now < deadline {
+    _ = try? loop.run(mode: .default, timeout: .milliseconds(50))
+  }
+  print("order:\(seen.withLock { $0.joined(separator: ",") })")
   exit(0)
 }

@@ -10,6 +10,11 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1].hasPrefix("core-") 
   runCoreHelper(Array(CommandLine.arguments.dropFirst()))
 }
 
+// The executor subcommands (ExecutorHelper.swift).
+if CommandLine.arguments.count > 1, CommandLine.arguments[1].hasPrefix("executor-") {
+  runExecutorHelper(Array(CommandLine.arguments.dropFirst()))
+}
+
 // The soak test (SoakHelper.swift, run by scripts/soak.sh).
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "soak" {
   runSoakHelper(Array(CommandLine.arguments.dropFirst()))

@@ -15,7 +15,7 @@ struct FoundationCoexistenceTests {
       CalloutKind.self, CalloutRecord.self, CustomInputSource.self, DescriptorEvents.self,
       DescriptorWatch.self, EventRunLoop.self, GuardedState<Int>.self, InstrumentInterests.self,
       LoopActivity.self, LoopMode.self, LoopPassInfo.self,
-      PerformRequest.self, RunLoopError.self,
+      PerformRequest.self, RunLoopError.self, LoopExecutor.self, LoopEvents<Int>.self,
       (any RunLoopInstrument).self, RunLoopThread.self, RunResult.self, ThreadPriority.self,
     ]
     let timerTypes: [Any.Type] = [Debouncer.self, DelayedPerform.self, LoopTimer.self]
@@ -33,7 +33,7 @@ struct FoundationCoexistenceTests {
     ]
     // Foundation's own types stay reachable under their names.
     let foundationTypes: [Any.Type] = [RunLoop.self, Timer.self, Thread.self, Port.self]
-    #expect(coreTypes.count + timerTypes.count + portTypes.count + observerTypes.count == 46)
+    #expect(coreTypes.count + timerTypes.count + portTypes.count + observerTypes.count == 48)
     #expect(foundationTypes.count == 4)
   }
 

@@ -10,6 +10,7 @@ struct SnippetCheckTests {
   static let checkedArticles = [
     "AnatomyOfARunLoop.md", "RunLoopModes.md", "InputSources.md", "SequenceOfEvents.md",
     "WhenToUseARunLoop.md", "UsingRunLoopObjects.md", "ThreadManagement.md", "Performance.md",
+    "RunLoopsAndSwiftConcurrency.md",
   ]
 
   static let docs: URL = URL(fileURLWithPath: #filePath)

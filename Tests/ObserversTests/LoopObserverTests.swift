@@ -121,6 +121,47 @@ struct LoopObserverTests {
       ])
   }
 
+  @Test func oneShotObserverIsValidAndScheduledDuringItsCallout() throws {
+    let inside = try onNewThread { loop -> [Bool] in
+      let seen = GuardedState<[Bool]>([])
+      try loop.add(CustomInputSource(name: "s") {}, mode: .default)
+      let observer = LoopObserver(activities: .entry, repeats: false) { observer, _ in
+        seen.withLock { $0 = [observer.isValid, loop.contains(observer, mode: .default)] }
+      }
+      loop.add(observer, mode: .default)
+      try loop.run(mode: .default, timeout: .zero)
+      return seen.withLock { $0 } + [observer.isValid, loop.contains(observer, mode: .default)]
+    }
+    // Valid and in its mode inside its call-out, as in CoreFoundation; neither after it.
+    #expect(inside == [true, true, false, false])
+  }
+
+  @Test func observerRemovedDuringANotificationIsStillCalledThatOnce() throws {
+    let calls = try onNewThread { loop -> [String] in
+      let log = Log()
+      try loop.add(CustomInputSource(name: "s") {}, mode: .default)
+      let removed = LoopObserver(activities: .entry, order: 2) { observer, _ in
+        log.append("removed (valid: \(observer.isValid))")
+      }
+      let invalidated = LoopObserver(activities: .entry, order: 3) { _, _ in
+        log.append("invalidated")
+      }
+      let first = LoopObserver(activities: .entry, order: 1) { _, _ in
+        log.append("first")
+        loop.remove(removed, mode: .default)
+        invalidated.invalidate()
+      }
+      for observer in [first, removed, invalidated] { loop.add(observer, mode: .default) }
+      try loop.run(mode: .default, timeout: .zero)
+      log.append("second run")
+      try loop.run(mode: .default, timeout: .zero)
+      return log.all
+    }
+    // CoreFoundation calls every still-valid observer of the notification's snapshot: the
+    // one only removed from the mode is called this once; the invalidated one is not.
+    #expect(calls == ["first", "removed (valid: true)", "second run", "first"])
+  }
+
   @Test func observersAddedOrRemovedDuringANotificationTakeEffectSafely() throws {
     let calls = try onNewThread { loop -> [String] in
       let log = Log()
@@ -143,9 +184,10 @@ struct LoopObserverTests {
       try loop.run(mode: .default, timeout: .zero)
       return log.all
     }
-    // The removed observer is skipped at once; the added one hears from the next
-    // notification; invalidating oneself inside the call-out is safe.
-    #expect(calls == ["adder", "added beforeSources"])
+    // The removed observer is still called for this notification (it is in its snapshot
+    // and still valid); the added one hears from the next notification; invalidating
+    // oneself inside the call-out is safe.
+    #expect(calls == ["adder", "victim", "added beforeSources"])
   }
 
   @Test func invalidateRemovesTheObserverFromEveryLoopAndMode() throws {

@@ -39,7 +39,7 @@ struct ObserverLifetimeTests {
   }
 
   // A one-shot observer in two loops that reach the activity at the same time is called
-  // once in all: the first loop to claim it invalidates it before calling.
+  // once in all: the first loop to claim it is the only one to call it.
   @Test func oneShotObserverInTwoLoopsIsCalledOnceInAll() throws {
     let calls = GuardedState(0)
     let observer = LoopObserver(activities: .beforeTimers, repeats: false) { _, _ in

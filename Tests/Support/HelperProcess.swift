@@ -12,7 +12,10 @@ public final class HelperProcess: @unchecked Sendable {
   private var reaped: Int32?
 
   /// The helper executable: next to the running test binary (from /proc/self/exe).
-  public static var helperPath: String? {
+  public static var helperPath: String? { path(of: "RunLoopTestHelper") }
+
+  /// The path of the package's executable `name`, next to the running test binary.
+  public static func path(of name: String) -> String? {
     var buffer = [CChar](repeating: 0, count: 4096)
     let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
     guard count > 0 else { return nil }
@@ -21,18 +24,22 @@ public final class HelperProcess: @unchecked Sendable {
     var directory = executable[..<(executable.lastIndex(of: "/") ?? executable.endIndex)]
     // The test binary may sit inside a bundle directory; walk up until the helper is there.
     while !directory.isEmpty {
-      let candidate = String(directory) + "/RunLoopTestHelper"
+      let candidate = String(directory) + "/" + name
       if access(candidate, X_OK) == 0 { return candidate }
       directory = directory[..<(directory.lastIndex(of: "/") ?? directory.startIndex)]
     }
     return nil
   }
 
-  /// Starts the helper with `arguments`; with `setprivUser`, under that uid and gid via
-  /// `setpriv` (root only).
-  public init(_ arguments: [String], setprivUser: uid_t? = nil) throws {
-    guard let helper = Self.helperPath else {
-      throw RunLoopError.invalidState("RunLoopTestHelper not found next to the test binary")
+  /// Starts the helper (or the package's executable `executable`) with `arguments`; with
+  /// `setprivUser`, under that uid and gid via `setpriv` (root only); `environment` adds
+  /// `NAME=value` entries to the child's (otherwise only `PATH`).
+  public init(
+    _ arguments: [String], setprivUser: uid_t? = nil, executable: String = "RunLoopTestHelper",
+    environment extraEnvironment: [String] = []
+  ) throws {
+    guard let helper = Self.path(of: executable) else {
+      throw RunLoopError.invalidState("\(executable) not found next to the test binary")
     }
     var command: [String] = [helper] + arguments
     if let user = setprivUser {
@@ -58,7 +65,8 @@ public final class HelperProcess: @unchecked Sendable {
     posix_spawnattr_setsigmask(&attributes, &empty)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
     let argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-    let environment: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/bin:/bin"), nil]
+    let environment: [UnsafeMutablePointer<CChar>?] =
+      (["PATH=/usr/bin:/bin"] + extraEnvironment).map { strdup($0) } + [nil]
     defer {
       for pointer in argv + environment { free(pointer) }
     }

@@ -29,7 +29,7 @@ struct TimerFiringTests {
     #expect(fired >= fireDate)
   }
 
-  @Test func oneShotFiresOnceAndIsInvalidInItsHandler() throws {
+  @Test func oneShotFiresOnceIsValidInItsHandlerAndInvalidAfter() throws {
     let (count, validInHandler, validAfter, result) = try onNewThread {
       loop -> (Int, Bool, Bool, RunResult) in
       let counter = Counter()
@@ -44,7 +44,8 @@ struct TimerFiringTests {
       return (counter.count, valid.withLock { $0 }, timer.isValid, result)
     }
     #expect(count == 1)
-    #expect(!validInHandler)
+    // As in CoreFoundation, a one-shot timer is invalidated when its handler returns.
+    #expect(validInHandler)
     #expect(!validAfter)
     #expect(result == .finished)
   }
@@ -97,7 +98,7 @@ struct TimerFiringTests {
     #expect(dues.first == fireAt)
   }
 
-  @Test func overrunFiresOnceForTheMissedPeriodThenContinuesOnTheGrid() throws {
+  @Test func overrunningHandlerIsFollowedByTheNextGridPointWithoutACatchUpFire() throws {
     let interval = Duration.milliseconds(20)
     let (callouts, fireAt, overrunEnd) = try onNewThread {
       loop -> ([LoopRecorder.Callout], ContinuousClock.Instant, ContinuousClock.Instant) in
@@ -109,31 +110,104 @@ struct TimerFiringTests {
       let timer = try LoopTimer(fireAt: fireAt, every: interval, name: "overrun") { _ in
         let number = count.increment()
         if number == 2 {
-          // Miss about four grid points.
+          // Overrun about four grid points.
           pause(.milliseconds(90))
           overrunEnd.withLock { $0 = .now }
         }
-        if number == 6 { EventRunLoop.current.stop() }
+        if number == 5 { EventRunLoop.current.stop() }
       }
       try loop.add(timer, mode: .default)
       try loop.run(mode: .default, timeout: .seconds(10))
       timer.invalidate()
       return (recorder.timerCallouts, fireAt, overrunEnd.withLock { $0 })
     }
-    #expect(callouts.count == 6)
+    #expect(callouts.count == 5)
     let dues = callouts.compactMap(\.dueAt)
-    #expect(dues.count == 6)
-    // The fires after the overrun whose grid point was missed during it: exactly one.
+    #expect(dues.count == 5)
+    // As in CoreFoundation, the next fire date is computed when the handler returns: no fire
+    // for a grid point that passed during the overrun, the next one is the first after it.
     let catchUp = callouts.dropFirst(2).filter { $0.dueAt! < overrunEnd }
-    #expect(catchUp.count == 1)
-    // Every fire is on the grid and grid points only move forward.
+    #expect(catchUp.isEmpty)
+    #expect(dues[2] > overrunEnd)
+    #expect(dues[2] - overrunEnd <= interval)
     for (index, due) in dues.enumerated() {
       let steps = (due - fireAt) / interval
       #expect(steps == steps.rounded())
       if index > 0 { #expect(due > dues[index - 1]) }
     }
-    // After the catch-up fire, the next grid point is in the future of the overrun.
-    #expect(dues[3] > overrunEnd)
+  }
+
+  @Test func timerDelayedByOtherWorkFiresOnceLateThenReturnsToItsGrid() throws {
+    let interval = Duration.milliseconds(20)
+    let (callouts, fireAt, blockerEnd) = try onNewThread {
+      loop -> ([LoopRecorder.Callout], ContinuousClock.Instant, ContinuousClock.Instant) in
+      let recorder = LoopRecorder()
+      loop.addInstrument(recorder)
+      let count = Counter()
+      let blockerEnd = GuardedState(ContinuousClock.now)
+      let fireAt = ContinuousClock.now + .milliseconds(20)
+      let blocker = try LoopTimer(fireAt: .now + .milliseconds(10), name: "blocker") { _ in
+        pause(.milliseconds(90))  // the grid points 20, 40, 60 and 80 ms pass meanwhile
+        blockerEnd.withLock { $0 = .now }
+      }
+      let timer = try LoopTimer(fireAt: fireAt, every: interval, name: "grid") { _ in
+        if count.increment() == 3 { EventRunLoop.current.stop() }
+      }
+      try loop.add(blocker, mode: .default)
+      try loop.add(timer, mode: .default)
+      try loop.run(mode: .default, timeout: .seconds(10))
+      timer.invalidate()
+      return (
+        recorder.timerCallouts.filter { $0.name == "grid" }, fireAt, blockerEnd.withLock { $0 }
+      )
+    }
+    #expect(callouts.count == 3)
+    let dues = callouts.compactMap(\.dueAt)
+    // One late fire for its first grid point, then the first grid point after that fire.
+    #expect(dues.first == fireAt)
+    #expect(dues.count == 3)
+    if dues.count == 3 {
+      #expect(dues[1] > blockerEnd)
+      #expect((dues[1] - fireAt) / interval == ((dues[1] - fireAt) / interval).rounded())
+    }
+  }
+
+  @Test func nestedRunFromATimersHandlerDoesNotFireThatTimerAgain() throws {
+    let (fires, nestedResult, fireCountInNested) = try onNewThread {
+      loop -> (Int, RunResult?, Int) in
+      let count = Counter()
+      let nested = GuardedState<(RunResult?, Int)>((nil, 0))
+      let timer = try LoopTimer(fireAt: .now + .milliseconds(5), every: .milliseconds(5)) {
+        timer in
+        let number = count.increment()
+        if number == 1 {
+          // The firing timer keeps the mode from being empty but does not fire in here.
+          let result = try? loop.run(mode: .default, timeout: .milliseconds(40))
+          nested.withLock { $0 = (result, count.count - 1) }
+        } else {
+          timer.invalidate()
+        }
+      }
+      try loop.add(timer, mode: .default)
+      try loop.run(mode: .default, timeout: .seconds(5))
+      return (count.count, nested.withLock { $0.0 }, nested.withLock { $0.1 })
+    }
+    #expect(fireCountInNested == 0)
+    #expect(nestedResult == .timedOut)
+    #expect(fires == 2)
+  }
+
+  @Test func firingOneShotTimerKeepsItsModeFromBeingEmptyInANestedRun() throws {
+    let nestedResult = try onNewThread { loop -> RunResult? in
+      let nested = GuardedState<RunResult?>(nil)
+      let timer = try LoopTimer(fireAt: .now + .milliseconds(5)) { _ in
+        nested.withLock { $0 = try? loop.run(mode: .default, timeout: .milliseconds(20)) }
+      }
+      try loop.add(timer, mode: .default)
+      try loop.run(mode: .default, timeout: .seconds(5))
+      return nested.withLock { $0 }
+    }
+    #expect(nestedResult == .timedOut)
   }
 
   @Test func timerNeverFiresWhileItsLoopIsNotRunning() throws {

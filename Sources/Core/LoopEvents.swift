@@ -1,0 +1,243 @@
+/// What a run-loop source delivers, as an `AsyncSequence`: timer ticks, port messages,
+/// signals, descriptor readiness (the Timers and Ports modules make them, for example
+/// `loop.ticks(every:)`).
+///
+/// The loop produces, a task consumes. The loop never waits for the consumer (a loop blocked
+/// on a slow reader would stop every other source of its thread), so between the two sits a
+/// buffer whose ``Buffering`` policy says what goes when it is full; everything it lets go is
+/// counted in ``droppedCount``, never lost silently. A source whose events are a state rather
+/// than a stream (descriptor readiness) pauses instead, and drops nothing.
+///
+/// The sequence has one consumer: iterate it once. Ending the consuming task (cancelling it,
+/// leaving the `for await` loop, dropping the iterator) ends the sequence, and the source is
+/// taken off its loop at once; so is a sequence released without being iterated. A loop
+/// whose thread exits stops producing but does not end the sequence by itself: end the
+/// consumer (cancel its task) before or when the thread ends.
+///
+/// ```swift
+/// for await tick in loop.ticks(every: .seconds(1)) {
+///   print("tick at", tick)
+/// }
+/// ```
+public final class LoopEvents<Element: Sendable>: AsyncSequence, Sendable {
+  /// What the buffer between the loop and the consumer keeps when it is full.
+  ///
+  /// ```swift
+  /// let ticks = loop.ticks(every: .milliseconds(10), buffering: .newest(1))
+  /// ```
+  public enum Buffering: Sendable, Hashable {
+    /// Keep the newest `count` elements: a full buffer lets its oldest go (for ticks: a
+    /// slow consumer sees the latest).
+    case newest(Int)
+    /// Keep the oldest `count` elements: a full buffer refuses new ones (for messages: the
+    /// first ones, in order).
+    case oldest(Int)
+    /// Keep everything (memory grows with a slow consumer).
+    case unbounded
+  }
+
+  /// The policy of this sequence's buffer.
+  ///
+  /// ```swift
+  /// if case .newest(let count) = ticks.buffering { print("keeps the last", count) }
+  /// ```
+  public let buffering: Buffering
+  let buffer: _LoopEventBuffer<Element>
+
+  /// Makes a sequence; the module that owns the source feeds it through `feed`.
+  ///
+  /// - Parameters:
+  ///   - onDemand: called (on the consumer's thread) when the consumer waits on an empty
+  ///     buffer; a paused source resumes here.
+  ///   - onEnd: called once when the sequence ends (consumer gone or cancelled); takes the
+  ///     source off its loop.
+  package init(
+    buffering: Buffering, onDemand: (@Sendable () -> Void)? = nil,
+    onEnd: @escaping @Sendable () -> Void
+  ) {
+    self.buffering = buffering
+    self.buffer = _LoopEventBuffer(buffering: buffering, onDemand: onDemand, onEnd: onEnd)
+  }
+
+  deinit {
+    buffer.end()
+  }
+
+  /// The producer's side, for the source's handler (safe from any thread).
+  package var feed: LoopEventFeed<Element> { LoopEventFeed(buffer: buffer) }
+
+  /// How many elements the buffer let go because it was full.
+  ///
+  /// ```swift
+  /// print("missed \(ticks.droppedCount) ticks")
+  /// ```
+  public var droppedCount: Int { buffer.droppedCount }
+
+  /// Whether the sequence has ended (its consumer went away or was cancelled, or the source
+  /// ended).
+  ///
+  /// ```swift
+  /// if messages.isFinished { print("no longer listening") }
+  /// ```
+  public var isFinished: Bool { buffer.isFinished }
+
+  /// The iterator; make one per sequence.
+  ///
+  /// ```swift
+  /// var iterator = ticks.makeAsyncIterator()
+  /// let first = await iterator.next()
+  /// ```
+  public func makeAsyncIterator() -> Iterator { Iterator(consumer: _LoopEventConsumer(self)) }
+
+  /// Waits for the next element; `nil` once the sequence has ended.
+  ///
+  /// ```swift
+  /// while let tick = await iterator.next() { print(tick) }
+  /// ```
+  public struct Iterator: AsyncIteratorProtocol {
+    let consumer: _LoopEventConsumer<Element>
+
+    /// The next element, or `nil` when the sequence ended (or the task was cancelled, which
+    /// ends it).
+    ///
+    /// ```swift
+    /// let tick = await iterator.next()
+    /// ```
+    public mutating func next() async -> Element? {
+      await consumer.sequence.buffer.next()
+    }
+  }
+}
+
+/// The handle a source's handler feeds a ``LoopEvents`` through. It does not keep the
+/// sequence alive: once the consumer is gone, feeding does nothing.
+package struct LoopEventFeed<Element: Sendable>: Sendable {
+  let buffer: _LoopEventBuffer<Element>
+
+  /// Offers `element` to the buffer; returns whether it was kept.
+  @discardableResult
+  package func yield(_ element: Element) -> Bool { buffer.yield(element) }
+
+  /// Ends the sequence from the source's side (the consumer sees `nil` after the buffer).
+  package func finish() { buffer.finish() }
+
+  /// Whether the buffer is empty (a paused source resumes when it is).
+  package var isEmpty: Bool { buffer.isEmpty }
+}
+
+/// Ends the sequence when the iterator goes away (the consuming task left its loop).
+final class _LoopEventConsumer<Element: Sendable>: Sendable {
+  let sequence: LoopEvents<Element>
+
+  init(_ sequence: LoopEvents<Element>) {
+    self.sequence = sequence
+  }
+
+  deinit {
+    sequence.buffer.end()
+  }
+}
+
+/// The buffer itself, behind one lock; no call-out runs under it.
+final class _LoopEventBuffer<Element: Sendable>: Sendable {
+  private struct State {
+    var elements: [Element] = []
+    var waiter: UnsafeContinuation<Element?, Never>?
+    var dropped = 0
+    // The source has nothing more (the consumer drains the rest).
+    var finished = false
+    // The consumer is gone or cancelled: nothing more is delivered.
+    var ended = false
+    var onEnd: (@Sendable () -> Void)?
+  }
+  private let state: GuardedState<State>
+  private let buffering: LoopEvents<Element>.Buffering
+  private let onDemand: (@Sendable () -> Void)?
+
+  init(
+    buffering: LoopEvents<Element>.Buffering, onDemand: (@Sendable () -> Void)?,
+    onEnd: @escaping @Sendable () -> Void
+  ) {
+    self.buffering = buffering
+    self.onDemand = onDemand
+    self.state = GuardedState(State(onEnd: onEnd))
+  }
+
+  var droppedCount: Int { state.withLock { $0.dropped } }
+  var isFinished: Bool { state.withLock { $0.ended || ($0.finished && $0.elements.isEmpty) } }
+  var isEmpty: Bool { state.withLock { $0.elements.isEmpty } }
+
+  func yield(_ element: Element) -> Bool {
+    let (waiter, kept) = state.withLock { state -> (UnsafeContinuation<Element?, Never>?, Bool) in
+      guard !state.ended, !state.finished else { return (nil, false) }
+      if let waiter = state.waiter.take() { return (waiter, true) }
+      switch buffering {
+      case .unbounded:
+        state.elements.append(element)
+      case .newest(let limit):
+        if state.elements.count >= max(limit, 1) {
+          state.elements.removeFirst()
+          state.dropped += 1
+        }
+        state.elements.append(element)
+      case .oldest(let limit):
+        guard state.elements.count < max(limit, 1) else {
+          state.dropped += 1
+          return (nil, false)
+        }
+        state.elements.append(element)
+      }
+      return (nil, true)
+    }
+    waiter?.resume(returning: element)
+    return kept
+  }
+
+  func finish() {
+    let waiter = state.withLock { state -> UnsafeContinuation<Element?, Never>? in
+      state.finished = true
+      return state.elements.isEmpty ? state.waiter.take() : nil
+    }
+    waiter?.resume(returning: nil)
+  }
+
+  /// The consumer is gone or cancelled: wakes a waiting `next()` with `nil` and takes the
+  /// source off its loop, once.
+  func end() {
+    let (waiter, onEnd) = state.withLock { state in
+      state.ended = true
+      state.elements.removeAll()
+      return (state.waiter.take(), state.onEnd.take())
+    }
+    waiter?.resume(returning: nil)
+    onEnd?()
+  }
+
+  func next() async -> Element? {
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<Element?, Never>) in
+        let outcome = state.withLock { state -> _NextOutcome<Element> in
+          if state.ended { return .none }
+          if !state.elements.isEmpty { return .element(state.elements.removeFirst()) }
+          if state.finished { return .none }
+          state.waiter = continuation
+          return .wait
+        }
+        switch outcome {
+        case .element(let element): continuation.resume(returning: element)
+        case .none: continuation.resume(returning: nil)
+        case .wait: onDemand?()
+        }
+      }
+    } onCancel: {
+      end()
+    }
+  }
+}
+
+/// What `next()` found in the buffer.
+private enum _NextOutcome<Element> {
+  case element(Element)
+  case none
+  case wait
+}

@@ -1,0 +1,52 @@
+import RunLoopCore
+
+/// Descriptor readiness as an `AsyncSequence`.
+extension DescriptorSource {
+  /// The readiness of `fileDescriptor` (readable, or an error or hang-up), watched by `loop`
+  /// while it runs in `mode`, as a sequence.
+  ///
+  /// Readiness is a state, not a stream of events, so nothing is ever dropped: when the
+  /// descriptor becomes ready the sequence gets one element and the watch pauses (the source
+  /// leaves the loop, and a level-triggered descriptor stops waking it); when the consumer
+  /// asks for the next element, having read what it wanted, the watch resumes and reports
+  /// again if the descriptor is still ready. Ending the consuming task invalidates the source
+  /// (which closes the descriptor only with `ownership: .owned`).
+  ///
+  /// ```swift
+  /// for await events in try DescriptorSource.readiness(of: pipeReadEnd, on: worker) {
+  ///   if events.contains(.readable) { drain(pipeReadEnd) }
+  /// }
+  /// ```
+  ///
+  /// - Throws: what ``add(to:mode:)`` throws.
+  public static func readiness(
+    of fileDescriptor: Int32, on loop: EventRunLoop, mode: LoopMode = .common,
+    ownership: DescriptorOwnership = .borrowed, name: String = "descriptor"
+  ) throws(RunLoopError) -> LoopEvents<DescriptorEvents> {
+    let sourceBox = GuardedState<DescriptorSource?>(nil)
+    let readiness = LoopEvents<DescriptorEvents>(
+      buffering: .newest(1),
+      onDemand: {
+        guard let source = sourceBox.withLock({ $0 }), source.isValid else { return }
+        if !source.isScheduled(on: loop, mode: mode) { try? source.add(to: loop, mode: mode) }
+      },
+      onEnd: { sourceBox.withLock { $0.take() }?.invalidate() })
+    let feed = readiness.feed
+    // Pauses the watch until the consumer comes back for more.
+    @Sendable func report(_ events: DescriptorEvents, _ source: DescriptorSource) {
+      source.remove(from: loop, mode: mode)
+      feed.yield(events)
+    }
+    let source = DescriptorSource(
+      fileDescriptor: fileDescriptor, ownership: ownership, name: name,
+      onReadable: { report(.readable, $0) }, onError: { report($1, $0) })
+    sourceBox.withLock { $0 = source }
+    do {
+      try source.add(to: loop, mode: mode)
+    } catch {
+      source.invalidate()
+      throw error
+    }
+    return readiness
+  }
+}

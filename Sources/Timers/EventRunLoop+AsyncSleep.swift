@@ -1,0 +1,88 @@
+import RunLoopCore
+
+/// Sleeping a task on a loop's timers.
+extension EventRunLoop {
+  /// Suspends the calling task for `duration`, measured by a one-shot ``LoopTimer`` on this
+  /// loop: the task resumes when the timer fires, which needs the loop to run in one of
+  /// `modes`, and may be up to `tolerance` late (the loop uses the window to serve several
+  /// timers with one wake-up, as for any tolerant timer). No thread is blocked.
+  ///
+  /// ```swift
+  /// try await worker.sleep(for: .milliseconds(500), tolerance: .milliseconds(50))
+  /// ```
+  ///
+  /// - Throws: `CancellationError` when the task is cancelled first (the timer is
+  ///   invalidated at once); a `RunLoopError` with code `loopThreadExited` when the
+  ///   loop's thread has exited.
+  public func sleep(
+    for duration: Duration, tolerance: Duration = .zero, inModes modes: [LoopMode] = [.common]
+  ) async throws {
+    let sleeper = _TimerSleeper()
+    try await withTaskCancellationHandler {
+      try await withUnsafeThrowingContinuation {
+        (continuation: UnsafeContinuation<Void, any Error>) in
+        sleeper.begin(continuation)
+        // A one-shot timer never throws at creation.
+        let timer = try! LoopTimer(fireAt: .now + duration, tolerance: tolerance, name: "sleep") {
+          _ in sleeper.finish(nil)
+        }
+        guard sleeper.attach(timer) else { return }
+        do {
+          try add(timer, modes: modes)
+        } catch {
+          timer.invalidate()
+          sleeper.finish(error)
+        }
+      }
+    } onCancel: {
+      sleeper.cancel()
+    }
+  }
+}
+
+/// The suspended task of a `sleep`, its timer, and whether it was cancelled; resumes the
+/// task exactly once.
+final class _TimerSleeper: Sendable {
+  private struct State {
+    var continuation: UnsafeContinuation<Void, any Error>?
+    var timer: LoopTimer?
+    var cancelled = false
+  }
+  private let state = GuardedState(State())
+
+  func begin(_ continuation: UnsafeContinuation<Void, any Error>) {
+    state.withLock { $0.continuation = continuation }
+  }
+
+  /// Remembers the timer; returns `false` (and resumes the task) when it was cancelled
+  /// before the timer existed.
+  func attach(_ timer: LoopTimer) -> Bool {
+    let cancelled = state.withLock { state -> Bool in
+      state.timer = timer
+      return state.cancelled
+    }
+    if cancelled {
+      timer.invalidate()
+      finish(CancellationError())
+    }
+    return !cancelled
+  }
+
+  func cancel() {
+    let timer = state.withLock { state -> LoopTimer? in
+      state.cancelled = true
+      return state.timer
+    }
+    guard let timer else { return }
+    timer.invalidate()
+    finish(CancellationError())
+  }
+
+  func finish(_ error: (any Error)?) {
+    let continuation = state.withLock { state in
+      state.timer = nil
+      return state.continuation.take()
+    }
+    if let error { continuation?.resume(throwing: error) } else { continuation?.resume() }
+  }
+}
