@@ -10,21 +10,20 @@ import Glibc
 /// and nowhere else.
 package enum LoopClock {
   /// One pair of readings taken at first use: maps `ContinuousClock` instants to readings.
-  /// Both read the same kernel clock, so the pair is exact only if nothing runs between the
-  /// two reads; a thread preempted there (a loaded machine at start-up) would shift every
-  /// conversion by the time it was away, for the life of the process. So the reading is
-  /// bracketed by two `ContinuousClock` reads, and the tightest of a few tries is kept.
+  /// Both read the same kernel clock, the instant first, so that a reading converted from an
+  /// instant is never earlier than the truth (a deadline never comes early). The pair is
+  /// exact only if nothing runs between the two reads: a thread preempted there (a loaded
+  /// machine at start-up) would shift every conversion by the time it was away, for the
+  /// life of the process. So the pair is taken a few times, each bracketed by a second
+  /// `ContinuousClock` read, and the tightest kept.
   private static let reference: (instant: ContinuousClock.Instant, nanoseconds: Int64) = {
     var best: (instant: ContinuousClock.Instant, nanoseconds: Int64, gap: Duration)?
     for _ in 0..<16 {
       let before = ContinuousClock.now
       let reading = now()
-      let after = ContinuousClock.now
-      let gap = after - before
-      if best == nil || gap < best!.gap {
-        best = (before + gap / 2, reading, gap)
-      }
-      if gap < .microseconds(2) { break }
+      let gap = ContinuousClock.now - before
+      if best == nil || gap < best!.gap { best = (before, reading, gap) }
+      if gap < .microseconds(1) { break }
     }
     return (best!.instant, best!.nanoseconds)
   }()
