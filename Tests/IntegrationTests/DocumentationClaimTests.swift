@@ -160,4 +160,31 @@ struct DocumentationClaimTests {
     try worker.join()
     #expect(ranOnWorker.withLock { $0 })
   }
+
+  /// WhenToUseARunLoop.md: a `performAndWait` already waiting on a thread whose loop never
+  /// runs does not wait for ever: the thread's exit abandons the request and the wait throws
+  /// `loopThreadExited`.
+  @Test func performAndWaitBlockedOnAThreadThatExitsThrowsLoopThreadExited() throws {
+    let release = DispatchSemaphore(value: 0)
+    let target = RunLoopThread(name: "never-runs") { _ in release.wait() }
+    try target.start()
+    let loop = target.runLoop
+    let outcome = GuardedState<String?>(nil)
+    let waiter = RunLoopThread(name: "waiter") { _ in
+      do throws(RunLoopError) {
+        try loop.performAndWait {}
+        outcome.withLock { $0 = "ran" }
+      } catch {
+        outcome.withLock { $0 = error.code.identifier }
+      }
+    }
+    try waiter.start()
+    // The request is in the queue, so the waiter waits on it, before the target exits.
+    while loop.queuedPerformRequests == 0 { usleep(1_000) }
+    release.signal()
+    try target.join()
+    try waiter.join()
+    #expect(outcome.withLock { $0 } == RunLoopError.Code.loopThreadExited.identifier)
+    #expect(loop.threadHasExited && loop.queuedPerformRequests == 0)
+  }
 }
