@@ -7,7 +7,7 @@ extension Logger.MetadataProvider {
   /// tracer's run id, the loop, its mode, pass and depth, and the call-out it is in. On a
   /// thread outside a traced run it adds nothing.
   ///
-  /// Making the provider turns ``RunLoopObservers/LoopContext/isPublished`` on, so that
+  /// Making the provider turns ``/RunLoopObservers/LoopContext/isPublished`` on, so that
   /// tracers start keeping the context.
   ///
   /// ```swift

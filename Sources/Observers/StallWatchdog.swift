@@ -24,8 +24,9 @@ import RunLoopCore
 /// view (state and wait channel) is read from outside the thread instead, and a debugger
 /// attached from outside (`gdb -p PID -batch -ex 'thread apply all bt'`) gives the stack.
 ///
-/// The loop thread's cost while attached: a clock reading at each wake-up and at each
-/// call-out start and end, and a short uncontended lock. Attached nowhere, it costs nothing.
+/// The loop thread's cost while attached: per notification a clock reading and two short
+/// uncontended locks; about 1.5 µs per pass with one call-out (runloop-bench, suite
+/// `watchdog`). Attached nowhere, it costs nothing.
 /// The watchdog's own thread wakes every quarter of the threshold (at least every
 /// millisecond, at most every second) to look at the loops.
 ///

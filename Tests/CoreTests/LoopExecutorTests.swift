@@ -26,13 +26,18 @@ actor PinnedRecorder {
 
   /// Records `entry`, runs `loop` nested in `mode` for `duration` (what a modal call-out
   /// does), records `entry` + "-end".
+  /// Records `entry`, runs `loop` nested in `mode` (what a modal call-out does) until
+  /// `done()` or a minute passed, records `entry` + "-end".
   func recordAroundNestedRun(
-    _ entry: String, loop: EventRunLoop, mode: LoopMode, duration: Duration,
+    _ entry: String, loop: EventRunLoop, mode: LoopMode, until done: @Sendable () -> Bool,
     during: @Sendable () -> Void
   ) {
     entries.append(entry)
     during()
-    _ = try? loop.run(mode: mode, timeout: duration)
+    let deadline = ContinuousClock.now + .seconds(60)
+    while !done(), ContinuousClock.now < deadline {
+      _ = try? loop.run(mode: mode, timeout: .milliseconds(10))
+    }
     entries.append(entry + "-end")
   }
 
@@ -138,8 +143,15 @@ struct LoopExecutorTests {
     let innerDone = GuardedState(false)
     let observedInNested = GuardedState<[String]>([])
     let outer = Task {
+      // Nested until the other executor's job and the request ran in it and the same
+      // actor's second call is queued (held): tasks start on the cooperative pool, which
+      // the rest of the suite may keep busy for a while.
       await actor.recordAroundNestedRun(
-        "outer", loop: loop, mode: .default, duration: .milliseconds(300)
+        "outer", loop: loop, mode: .default,
+        until: {
+          observedInNested.withLock { $0.count } == 2
+            && loop.published.jobCount.load(ordering: .acquiring) >= 1
+        }
       ) {
         // From inside the method: another call to the same actor, another executor's call
         // and a perform request, all queued on this loop from other threads.

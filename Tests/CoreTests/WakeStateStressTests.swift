@@ -15,7 +15,9 @@ struct WakeStateStressTests {
   static let hasTwoCPUs = crl_allowed_cpu_count() >= 2
 
   // Three threads each queue a request and wait (spinning, so the loop's sleeps stay short
-  // and it polls) until it ran, 3,000 times; their wake-ups race each other on the state.
+  // and it polls) until it ran, then 20 µs more, 3,000 times; their wake-ups race each other
+  // on the state. (Without the pause the loop would rarely sleep: requests that come while it
+  // is between passes are seen by the next pass without a wake-up.)
   @Test(.enabled(if: hasTwoCPUs, "needs two CPUs"))
   func performRequestsFromSeveralThreadsAtOnceAllRun() throws {
     let worker = try startLoopThread(name: "target")
@@ -36,6 +38,8 @@ struct WakeStateStressTests {
               return
             }
           }
+          let settle = ContinuousClock.now + .microseconds(20)
+          while ContinuousClock.now < settle {}
         }
       }
     }

@@ -13,6 +13,8 @@ import Synchronization
 func runSoakHelper(_ arguments: [String]) -> Never {
   let seconds = arguments.count > 1 ? Int(arguments[1]) ?? 60 : 60
   let performers = arguments.count > 2 ? Int(arguments[2]) ?? 4 : 4
+  // RUNLOOP_SOAK_NO_POLLING=1 turns polling before sleep off, to tell its part in a stall.
+  if getenv("RUNLOOP_SOAK_NO_POLLING") != nil { EventRunLoop.defaultSpinLimit = .zero }
   do {
     try SignalSource.block([SIGUSR1])
     exit(try Soak(performers: performers).run(seconds: seconds) ? 0 : 1)
@@ -56,7 +58,6 @@ private final class Soak: Sendable {
     let box = GuardedState<(EventRunLoop, InProcessPort)?>(nil)
     let loopThread = Thread { [self] in
       let loop = EventRunLoop.current
-      if getenv("RUNLOOP_SOAK_NO_POLLING") != nil { loop.spinLimit = .zero }
       do {
         let port = try InProcessPort(name: "soak.port", capacity: 4096) { [self] _ in
           messagesReceived.add(1, ordering: .relaxed)

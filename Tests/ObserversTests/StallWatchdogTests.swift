@@ -28,9 +28,9 @@ struct StallWatchdogTests {
   }
 
   @Test func aLoopAwakePastTheThresholdIsReportedInItsCalloutThenRecovered() throws {
-    let (records, tid, _) = try watched(threshold: .milliseconds(50)) { loop in
-      loop.perform(name: "slow-job") { usleep(300_000) }
-      try loop.run(mode: .default, timeout: .milliseconds(400))
+    let (records, tid, _) = try watched(threshold: .milliseconds(100)) { loop in
+      loop.perform(name: "slow-job") { usleep(400_000) }
+      try loop.run(mode: .default, timeout: .milliseconds(500))
     }
     let stalls = records.filter { $0.record == .stall }
     let recoveries = records.filter { $0.record == .recovery }
@@ -40,7 +40,7 @@ struct StallWatchdogTests {
     #expect(stall.calloutName == "slow-job")
     #expect(stall.mode == "default" && stall.depth == 1)
     #expect(stall.tid == tid && stall.thread == "watched")
-    #expect((stall.duration ?? 0) >= 50_000_000)
+    #expect((stall.duration ?? 0) >= 100_000_000)
     // Asleep in usleep, as the kernel sees it from outside.
     #expect(stall.threadState == "S")
     #expect(stall.wchan?.isEmpty == false)
@@ -55,8 +55,10 @@ struct StallWatchdogTests {
   }
 
   @Test func aLoopThatKeepsSleepingIsNeverReported() throws {
-    let (records, _, _) = try watched(threshold: .milliseconds(50)) { loop in
-      let until = ContinuousClock.now + .milliseconds(250)
+    // Four thresholds' worth of short awake stretches between sleeps (the threshold is
+    // generous: a loaded machine may keep a thread off the CPU for tens of milliseconds).
+    let (records, _, _) = try watched(threshold: .milliseconds(150)) { loop in
+      let until = ContinuousClock.now + .milliseconds(600)
       while ContinuousClock.now < until {
         loop.perform(name: "quick") {}
         try loop.run(mode: .default, timeout: .milliseconds(10))
@@ -67,18 +69,18 @@ struct StallWatchdogTests {
   }
 
   @Test func theInnermostCalloutOfANestedRunIsTheOneNamed() throws {
-    let (records, _, _) = try watched(threshold: .milliseconds(50)) { loop in
+    let (records, _, _) = try watched(threshold: .milliseconds(100)) { loop in
       let inner = LoopMode("inner")
       let keepAlive = CustomInputSource(name: "keep-alive") {}
       try loop.add(keepAlive, mode: inner)
       loop.perform(name: "outer") {
         loop.perform(inModes: [inner], name: "inner-spin") {
-          let end = ContinuousClock.now + .milliseconds(200)
+          let end = ContinuousClock.now + .milliseconds(300)
           while ContinuousClock.now < end {}
         }
         _ = try? loop.run(mode: inner, timeout: .zero)
       }
-      try loop.run(mode: .default, timeout: .milliseconds(300))
+      try loop.run(mode: .default, timeout: .milliseconds(400))
     }
     let stall = try #require(records.first { $0.record == .stall })
     #expect(stall.calloutName == "inner-spin")
@@ -93,9 +95,9 @@ struct StallWatchdogTests {
     let identifier = "runloop-stall-\(UInt32.random(in: 0...UInt32.max))"
     let run = "stall-\(UInt64.random(in: 1...UInt64.max))"
     let journal = try JournalSink(identifier: identifier)
-    _ = try watched(threshold: .milliseconds(40), extraSinks: [journal], runID: run) { loop in
-      loop.perform(name: "stuck") { usleep(150_000) }
-      try loop.run(mode: .default, timeout: .milliseconds(250))
+    _ = try watched(threshold: .milliseconds(100), extraSinks: [journal], runID: run) { loop in
+      loop.perform(name: "stuck") { usleep(300_000) }
+      try loop.run(mode: .default, timeout: .milliseconds(400))
     }
     var entries: [[String: String]] = []
     #expect(

@@ -167,4 +167,26 @@ struct TraceTimelineTests {
     #expect(svg.withClass("stalled").count == 1)
     #expect(svg.texts().contains("stall (watchdog)"))
   }
+
+  @Test func theChromeExportShowsAStallWhereItWasSeenAndTheTimeAwake() throws {
+    let stall = TraceRecord(
+      run: "t", seq: 1, record: .stall, timestamp: 1_000_000_000, wallTime: 0, pid: 1, tid: 7,
+      thread: "worker", loop: 3, mode: "default", iteration: 5, depth: 1, calloutKind: "block",
+      calloutName: "stuck", duration: 120_000_000, threadState: "S", wchan: "futex_wait_queue")
+    let recovery = TraceRecord(
+      run: "t", seq: 2, record: .recovery, timestamp: 1_000_000_000, wallTime: 0, pid: 1,
+      tid: 7, thread: "worker", loop: 3, mode: "default", iteration: 5, depth: 1,
+      duration: 300_000_000)
+    let events = ChromeTrace.events(from: [stall, recovery])
+    let seen = try #require(
+      events.first { $0["cat"] as? String == "stall" && $0["ph"] as? String == "i" })
+    #expect(seen["name"] as? String == "stall: block stuck")
+    #expect(seen["ts"] as? Double == 1_120_000)  // where the watchdog saw it, in µs
+    let args = try #require(seen["args"] as? [String: any Sendable])
+    #expect(
+      args["thread_state"] as? String == "S" && args["wchan"] as? String == "futex_wait_queue")
+    let awake = try #require(events.first { $0["name"] as? String == "stalled" })
+    #expect(awake["ph"] as? String == "X" && awake["dur"] as? Double == 300_000)
+    #expect(awake["ts"] as? Double == 1_000_000)
+  }
 }

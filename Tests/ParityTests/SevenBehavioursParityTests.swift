@@ -6,6 +6,11 @@ import Testing
 /// timer hit, whether a sleep ended at once), never times.
 @Suite("Parity: the seven behaviours")
 struct SevenBehavioursParityTests {
+  /// Whether a trace entry is something other than the activities of a pass (2, 3, 6, 8).
+  static func isNotAPassActivity(_ entry: String) -> Bool {
+    !entry.hasPrefix("before") && !entry.hasPrefix("after")
+  }
+
   // 1. Wake-ups with nothing to wake.
 
   @Test func wakeUpWhileNoRunIsActiveIsDropped() {
@@ -207,11 +212,10 @@ struct SevenBehavioursParityTests {
       loop.add(timer, mode: "default")
       loop.run(5)
     }
-    #expect(
-      traces.cf.filter { !$0.hasPrefix("before") && !$0.hasPrefix("after") } == [
-        "entry", "timer:t", "timer:t", "next grid point", "exit", "result:finished",
-      ])
-    #expect(traces.ours == traces.cf)
+    // Shapes only: how many passes it takes depends on when each loop happened to wake.
+    let cf = traces.cf.filter(Self.isNotAPassActivity)
+    #expect(cf == ["entry", "timer:t", "timer:t", "next grid point", "exit", "result:finished"])
+    #expect(traces.ours.filter(Self.isNotAPassActivity) == cf)
   }
 
   @Test func timerDelayedByOtherWorkFiresOnceLateThenReturnsToItsGrid() {
@@ -236,12 +240,14 @@ struct SevenBehavioursParityTests {
       loop.add(timer, mode: "default")
       loop.run(5)
     }
+    // Shapes only: whether the two timers share a wake-up depends on when each loop woke.
+    let cf = traces.cf.filter(Self.isNotAPassActivity)
     #expect(
-      traces.cf.filter { !$0.hasPrefix("before") && !$0.hasPrefix("after") } == [
+      cf == [
         "entry", "timer:blocker", "timer:t", "late", "timer:t", "back on the grid", "exit",
         "result:finished",
       ])
-    #expect(traces.ours == traces.cf)
+    #expect(traces.ours.filter(Self.isNotAPassActivity) == cf)
   }
 
   // 4. A repeating timer and a nested run from its own call-out.

@@ -1,17 +1,37 @@
-/// Our side of issue 12's rows, which needs our loops as executors (issue 12's
-/// `extension EventRunLoop: SerialExecutor, TaskExecutor` and the awaitable `perform`).
-/// Until they are in this branch, the rows show NIO's side alone.
-enum OurActorSide {
-  static let isAvailable = false
-  static let missing =
-    "ours not measured: EventRunLoop is not yet a SerialExecutor and has no awaitable perform "
-    + "in this build (issue 12, helper async12)"
+import CPeers
+import RunLoopCore
 
+/// Our side of issue 12's rows: actors pinned to our loops (`loop.asUnownedSerialExecutor()`)
+/// and the awaitable `perform`.
+enum OurActorSide {
+  /// Two actors, each on its own loop of ours, awaiting each other.
   static func pingPong(_ count: Int) throws -> ThreadedSample {
-    preconditionFailure(missing)
+    let a = try OurLoopThread(name: "actor-a")
+    let b = try OurLoopThread(name: "actor-b")
+    defer {
+      try? a.stop()
+      try? b.stop()
+    }
+    return try actorPingPong(
+      Player(executor: a.loop.asUnownedSerialExecutor()),
+      Player(executor: b.loop.asUnownedSerialExecutor()), count: count
+    ) { try a.usage() + b.usage() }
   }
 
+  /// Round trips per second of `try await loop.perform { }` from a task.
   static func awaitedPerform(_ count: Int) throws -> Double {
-    preconditionFailure(missing)
+    let worker = try OurLoopThread(name: "perform")
+    defer { try? worker.stop() }
+    let loop = worker.loop
+    let done = Latch()
+    nonisolated(unsafe) var elapsed: UInt64 = 0
+    Task {
+      let start = nanosNow()
+      for _ in 0..<count { try? await loop.perform {} }
+      elapsed = nanosNow() - start
+      done.signal()
+    }
+    done.wait()
+    return Double(count) / (Double(elapsed) / 1e9)
   }
 }

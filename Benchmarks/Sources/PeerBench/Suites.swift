@@ -139,20 +139,18 @@ let allSuites: [Suite] = [
         continue
       }
       defer { _ = peers_run_on_cpu(-1) }
-      let sides: [Peer] = OurActorSide.isAvailable ? [.ours, .nio] : [.nio]
-      let samples = try interleaved(rounds: options.rounds, sides: sides) {
+      let samples = try interleaved(rounds: options.rounds, sides: [.ours, .nio]) {
         side -> ThreadedSample in
         side == .ours ? try OurActorSide.pingPong(count) : try NIOSide.actorPingPong(count)
       }
       let rates = medians(samples) { hops / ($0.nanoseconds / 1e9) }
       let cpuPerHop = medians(samples) { $0.cpuNanoseconds / hops / 1000 }
       let allocations = medians(samples) { $0.allocations / hops }
-      let missing = OurActorSide.isAvailable ? "" : OurActorSide.missing
       report.add(
         ResultRow(
           work: "actor ping-pong, \(placement)", unit: "hops/s", values: rates,
           higherIsBetter: true, target: cpu < 0 ? "report" : ">= 1.2x NIO",
-          pass: cpu < 0 ? nil : rates[.ours].map { $0 >= 1.2 * rates[.nio]! }, note: missing))
+          pass: cpu < 0 ? nil : rates[.ours].map { $0 >= 1.2 * rates[.nio]! }))
       report.add(
         ResultRow(
           work: "actor CPU, \(placement)", unit: "us/hop", values: cpuPerHop,
@@ -167,8 +165,8 @@ let allSuites: [Suite] = [
   },
   Suite(name: "await-perform") { options, report in
     let count = options.quick ? 2000 : 20_000
-    let sides: [Peer] = OurActorSide.isAvailable ? [.ours, .nio] : [.nio]
-    let awaited = try interleaved(rounds: options.rounds, sides: sides) { side -> Double in
+    let awaited = try interleaved(rounds: options.rounds, sides: [.ours, .nio]) {
+      side -> Double in
       side == .ours ? try OurActorSide.awaitedPerform(count) : try NIOSide.awaitedSubmit(count)
     }
     let waited = try interleaved(rounds: options.rounds, sides: [.ours, .nio]) { side -> Double in
@@ -179,7 +177,7 @@ let allSuites: [Suite] = [
         work: "awaited perform round trip", unit: "/s", values: medians(awaited) { $0 },
         higherIsBetter: true,
         note: "ours: try await loop.perform { } from a task; NIO: try await loop.submit { }.get()"
-          + (OurActorSide.isAvailable ? "" : "; " + OurActorSide.missing)))
+      ))
     report.add(
       ResultRow(
         work: "performAndWait round trip", unit: "/s", values: medians(waited) { $0 },
