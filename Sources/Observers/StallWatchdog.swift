@@ -24,9 +24,9 @@ import RunLoopCore
 /// view (state and wait channel) is read from outside the thread instead, and a debugger
 /// attached from outside (`gdb -p PID -batch -ex 'thread apply all bt'`) gives the stack.
 ///
-/// The loop thread's cost while attached: per notification a clock reading and two short
-/// uncontended locks; about 1.5 µs per pass with one call-out (runloop-bench, suite
-/// `watchdog`). Attached nowhere, it costs nothing.
+/// The loop thread's cost while attached: per notification a clock reading and one short
+/// lock (shared with the watchdog's thread and the other watched loops); at most about 1.5 µs
+/// per pass with one call-out (runloop-bench, suite `watchdog`). Attached nowhere, it costs nothing.
 /// The watchdog's own thread wakes every quarter of the threshold (at least every
 /// millisecond, at most every second) to look at the loops.
 ///
@@ -169,9 +169,8 @@ public final class StallWatchdog: RunLoopInstrument, @unchecked Sendable {
   /// watchdog.attach(to: loop)  // the loop calls this on its thread
   /// ```
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
-    let watched = watchedLoop(loop)
     let now = _TraceClock.monotonicNow()
-    let recovered = watched.reach(activity, info, now: now)
+    let recovered = withWatchedLoop(loop) { $0.reach(activity, info, now: now) }
     if let recovered { report(recovery: recovered, of: loop, now: now) }
   }
 
@@ -183,7 +182,8 @@ public final class StallWatchdog: RunLoopInstrument, @unchecked Sendable {
   public func runLoop(
     _ loop: EventRunLoop, willCallOut kind: CalloutKind, name: String, _ info: LoopPassInfo
   ) {
-    watchedLoop(loop).enter(kind: kind.name, name: name, info, now: _TraceClock.monotonicNow())
+    let now = _TraceClock.monotonicNow()
+    withWatchedLoop(loop) { $0.enter(kind: kind.name, name: name, info, now: now) }
   }
 
   /// Notes that the call-out returned.
@@ -193,24 +193,33 @@ public final class StallWatchdog: RunLoopInstrument, @unchecked Sendable {
   /// ```
   public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
   {
-    watchedLoop(loop).leave()
+    withWatchedLoop(loop) { $0.leave() }
   }
 
-  private func watchedLoop(_ loop: EventRunLoop) -> _WatchedLoop {
+  /// Finds (or starts watching) `loop` and updates it, under the one lock.
+  private func withWatchedLoop<Result>(
+    _ loop: EventRunLoop, _ body: (inout _WatchedLoop) -> Result
+  ) -> Result {
     state.withLock { state in
-      if let known = state.loops[loop.id] { return known }
-      let made = _WatchedLoop(loop: loop.id, tid: loop.threadID)
-      state.loops[loop.id] = made
-      return made
+      body(&state.loops[loop.id, default: _WatchedLoop(loop: loop.id, tid: loop.threadID)])
     }
   }
 
   /// On the watchdog's thread: reports each loop awake past the threshold, once per stall.
   private func look() {
     let now = _TraceClock.monotonicNow()
-    let loops = state.withLock { Array($0.loops.values) }
-    for watched in loops {
-      guard let stall = watched.stall(now: now, threshold: thresholdNanoseconds) else { continue }
+    let stalls = state.withLock { state -> [_WatchedLoop.Stall] in
+      var stalls: [_WatchedLoop.Stall] = []
+      var index = state.loops.values.startIndex
+      while index != state.loops.values.endIndex {
+        if let stall = state.loops.values[index].stall(now: now, threshold: thresholdNanoseconds) {
+          stalls.append(stall)
+        }
+        state.loops.values.formIndex(after: &index)
+      }
+      return stalls
+    }
+    for stall in stalls {
       let tid = stall.tid
       // The kernel's view of the thread, read from outside it.
       let stat = _readFirstLine("/proc/self/task/\(tid)/stat") ?? ""
