@@ -124,8 +124,8 @@ public final class JournalSink: TraceSink, _TraceEventSink, @unchecked Sendable 
   ///   - destination: the system journal, or a native-protocol socket.
   ///   - capacity: the queue's bound; records beyond it are dropped and counted.
   ///   - extraFields: more fields for every entry (names must be valid journal field
-  ///     names: upper case letters, digits, underscores, not starting with `_`, at most 64
-  ///     characters).
+  ///     names: upper case letters, digits, underscores, not starting with `_` or a digit,
+  ///     at most 64 characters).
   ///   - rateLimit: the sink's own limit, kept under journald's (``RateLimit``); `nil` for
   ///     none (when journald's limit is raised or off).
   /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for an extra field name
@@ -144,8 +144,8 @@ public final class JournalSink: TraceSink, _TraceEventSink, @unchecked Sendable 
       guard Self.isValidFieldName(name) else {
         throw RunLoopError.invalidArgument(
           "JournalSink: extra field name '\(name)' is not a journal field name (upper case "
-            + "letters, digits and underscores, not starting with an underscore, 1 to 64 "
-            + "characters)")
+            + "letters, digits and underscores, not starting with an underscore or a digit, 1 "
+            + "to 64 characters)")
       }
     }
     if let rateLimit, rateLimit.burst < 1 || rateLimit.interval <= .zero {
@@ -245,14 +245,11 @@ public final class JournalSink: TraceSink, _TraceEventSink, @unchecked Sendable 
     close(timeout: max(.zero, deadline - ContinuousClock.now))
   }
 
-  /// Whether journald takes `name` as a field name from a client.
+  /// Whether journald takes `name` as a field name from a client: the name
+  /// ``JournalLogHandler/fieldName(for:)`` would make of it is itself, so one rule serves the
+  /// sink's extra fields and the log handler's metadata.
   static func isValidFieldName(_ name: String) -> Bool {
-    let bytes = Array(name.utf8)
-    guard !bytes.isEmpty, bytes.count <= 64, bytes[0] != UInt8(ascii: "_") else { return false }
-    return bytes.allSatisfy {
-      ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z"))
-        || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "_")
-    }
+    JournalLogHandler.fieldName(for: name) == name
   }
 
   /// What the sink has done so far.
