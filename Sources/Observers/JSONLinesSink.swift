@@ -278,7 +278,12 @@ final class _JSONLinesFile: @unchecked Sendable {
     for item in batch {
       switch item {
       case .event(let event):
-        guard encoder.append(event, to: buffer) else { continue }
+        guard encoder.append(event, to: buffer) else {
+          // Not expected (releases come after their events), but a record not written is
+          // counted lost, so that the statistics never call an incomplete trace complete.
+          state.withLock { $0.lost += 1 }
+          continue
+        }
       case .record(let record): record.appendJSONLine(to: buffer)
       case .release(let source):
         // The tracer's lines are already encoded (bytes copied): its strings can go.
