@@ -1,4 +1,3 @@
-import Foundation
 import RunLoopCore
 
 /// Reading a JSON Lines trace back into ``TraceRecord`` values, for the trace tools.
@@ -17,25 +16,7 @@ public enum TraceLog {
   /// let records = try TraceLog.parse(text)
   /// ```
   public static func parse(_ text: String) throws(RunLoopError) -> [TraceRecord] {
-    let decoder = JSONDecoder()
-    var records: [TraceRecord] = []
-    for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
-    where !line.allSatisfy(\.isWhitespace) {
-      let record: TraceRecord
-      do {
-        record = try decoder.decode(TraceRecord.self, from: Data(line.utf8))
-      } catch {
-        throw .invalidArgument("line \(index + 1) is not a trace record: \(error)")
-      }
-      guard TraceRecord.readableVersions.contains(record.version) else {
-        throw .invalidArgument(
-          "line \(index + 1) has schema version \(record.version); this reader knows "
-            + "\(TraceRecord.readableVersions.lowerBound) to "
-            + "\(TraceRecord.readableVersions.upperBound)")
-      }
-      records.append(record)
-    }
-    return records
+    try strictly(TraceLogReader(bytes: Array(text.utf8)))
   }
 
   /// Reads and parses the file at `path`, strictly: any line that is not a record is an
@@ -50,14 +31,19 @@ public enum TraceLog {
   /// let records = try TraceLog.read(contentsOf: "trace.jsonl")
   /// ```
   public static func read(contentsOf path: String) throws(RunLoopError) -> [TraceRecord] {
-    let reader = try TraceLogReader(path: path)
+    try strictly(TraceLogReader(path: path))
+  }
+
+  /// The records `reader` reads, or an error naming the first line that is not one: the
+  /// tools' reader serves the strict readers too, so both take the same lines and versions.
+  private static func strictly(_ reader: TraceLogReader) throws(RunLoopError) -> [TraceRecord] {
     var records: [TraceRecord] = []
     while let record = try reader.next() {
       guard reader.badLines == 0 else { break }
       records.append(record)
     }
     if let bad = reader.firstBadLine {
-      throw .invalidArgument("line \(bad.line) of \(path): \(bad.reason)")
+      throw .invalidArgument("line \(bad.line) of \(reader.name): \(bad.reason)")
     }
     return records
   }

@@ -255,10 +255,12 @@ public final class TraceLogReader {
       noteBad(lineNumber, reason)
       return nil
     }
-    guard record.version == TraceRecord.schemaVersion else {
+    guard TraceRecord.readableVersions.contains(record.version) else {
       noteBad(
         lineNumber,
-        "schema version \(record.version); this reader knows \(TraceRecord.schemaVersion)")
+        "schema version \(record.version); this reader knows "
+          + "\(TraceRecord.readableVersions.lowerBound) to "
+          + "\(TraceRecord.readableVersions.upperBound)")
       return nil
     }
     records += 1
