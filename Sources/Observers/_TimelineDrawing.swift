@@ -150,7 +150,6 @@ struct _TimelineDrawing {
         svg += "fill=\"#d0021b\"><title>stalled \(ms(record.duration ?? 0)) ms</title></rect>\n"
       }
     }
-    svg += flowArrows(x: x, rowOf: { tid in threads.firstIndex { $0.tid == tid } })
     svg += "</g>\n"
     // Stall marks above their call-outs, outside the clip so their text is never cut.
     stalls.sort { ($0.y, $0.x) < ($1.y, $1.x) }
@@ -172,11 +171,6 @@ struct _TimelineDrawing {
       y: top + rowHeight * Double(max(threads.count, 1)) + 8)
     svg += "</svg>\n"
     return svg
-  }
-
-  /// Arrows from a cause to its effect on another thread: none yet in schema version 1.
-  private func flowArrows(x: (Int64) -> Double, rowOf: (Int32) -> Int?) -> String {
-    ""
   }
 
   /// The legend items, each group starting a line, wrapped at `right`; returns the text and
