@@ -50,7 +50,7 @@ struct JournalRateLimitTests {
 
   // journald ignores fields with invalid names: the sink refuses them up front.
   @Test func invalidExtraFieldNamesAreRefused() throws {
-    for name in ["lower", "_TRUSTED", "WITH-DASH", "", String(repeating: "A", count: 65)] {
+    for name in ["lower", "_TRUSTED", "WITH-DASH", "7UP", "", String(repeating: "A", count: 65)] {
       #expect(throws: RunLoopError.self, "\(name)") {
         _ = try JournalSink(destination: .socket(path: "/nonexistent"), extraFields: [name: "1"])
       }
