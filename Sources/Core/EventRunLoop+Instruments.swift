@@ -84,24 +84,24 @@ extension EventRunLoop {
     return try body()
   }
 
-  /// Whether some instrument anywhere wants call-outs (one atomic load; usually false). The
-  /// loop's own call-outs ask first and call ``callOut(_:name:dueAt:_:)`` only then, so an
-  /// untraced call-out does not fetch its kind (a global) or its name.
-  var callOutsAreTraced: Bool { calloutInstrumentCount.load(ordering: .relaxed) > 0 }
-
   /// ``withCallout(_:name:dueAt:_:)`` for the loop's own call-outs, with `dueAt` a
-  /// ``LoopClock`` reading: the one place every traced call-out of a pass goes through.
+  /// ``LoopClock`` reading: the one place every call-out of a pass goes through. Kind, name
+  /// and due time are read only when an instrument wants the call-out, so an untraced one
+  /// costs one atomic load and does not fetch its kind (a global) or its name.
   package func callOut<Result, Failure: Error>(
-    _ kind: CalloutKind, name: String, dueAt: Int64? = nil,
+    _ kind: @autoclosure () -> CalloutKind, name: @autoclosure () -> String,
+    dueAt: @autoclosure () -> Int64? = nil,
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
     guard wantsCallouts() else { return try body() }
+    let kind = kind()
+    let name = name()
     announceCallout(kind, name: name)
     let start = LoopClock.now()
     defer {
       reportCallout(
         kind, name: name, from: start, to: LoopClock.now(),
-        dueAt: dueAt.map(LoopClock.instant(ofNanoseconds:)))
+        dueAt: dueAt().map(LoopClock.instant(ofNanoseconds:)))
     }
     return try body()
   }

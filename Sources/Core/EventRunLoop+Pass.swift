@@ -160,11 +160,7 @@ extension EventRunLoop {
     var handled = false
     for (_, _, source) in batch where source.isValid && source.consumeSignal() {
       handled = true
-      if callOutsAreTraced {
-        callOut(.source, name: source.name, dueAt: source.signalTime, source.performHandler)
-      } else {
-        source.performHandler()
-      }
+      callOut(.source, name: source.name, dueAt: source.signalTime) { source.performHandler() }
       if onlyFirst { break }
     }
     batch.removeAll(keepingCapacity: true)
@@ -294,7 +290,6 @@ extension EventRunLoop {
     // Invalidated by an earlier call-out of this pass (or by another thread just now).
     guard watch.isValid else { return }
     let events = DescriptorEvents(epollMask: mask)
-    guard callOutsAreTraced else { return watch.handler(events) }
     callOut(watch.calloutKind, name: watch.name) { watch.handler(events) }
   }
 

@@ -144,11 +144,7 @@ public final class PerformRequest: Sendable {
     guard transition(from: .pending, to: .running) else { return }
     // Moved out: the request lets go of its closure as it runs it.
     if let body = body.take() {
-      if loop.callOutsAreTraced {
-        loop.callOut(.block, name: name, dueAt: queuedAt == 0 ? nil : queuedAt, body)
-      } else {
-        body()
-      }
+      loop.callOut(.block, name: name, dueAt: queuedAt == 0 ? nil : queuedAt, body)
     }
     stateBits.store(State.finished.rawValue, ordering: .releasing)
     done?.signal()
