@@ -204,16 +204,10 @@ public final class NamedPort: @unchecked Sendable {
     defer { turn.signal() }
     return try connection.withLock { state throws(RunLoopError) -> [UInt8] in
       guard state.valid else { throw .invalidated("named port '\(name)' was invalidated") }
+      // Every body runs in `reconnectingIfIdleClosed`, which already turned a `peerClosed`
+      // into the server's reason when it sent one.
       do throws(RunLoopError) {
         return try body(&state)
-      } catch let error where error.code == .peerClosed && state.descriptor >= 0 {
-        // A server that refuses us says why before closing: prefer its reason.
-        defer {
-          close(state.descriptor)
-          state.descriptor = -1
-        }
-        try throwPendingFailure(state.descriptor)
-        throw error
       } catch {
         if state.descriptor >= 0 { close(state.descriptor) }
         state.descriptor = -1
@@ -239,6 +233,7 @@ public final class NamedPort: @unchecked Sendable {
         do throws(RunLoopError) {
           return try body(descriptor)
         } catch let error where error.code == .peerClosed {
+          // A server that refuses us or closes us as idle says why first: prefer its reason.
           try throwPendingFailure(descriptor)
           throw error
         }

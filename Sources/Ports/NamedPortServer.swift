@@ -619,6 +619,7 @@ public final class NamedPortServer: @unchecked Sendable {
       } else if written < 0 && (errno == EAGAIN || errno == EINTR) {
         // A client that sends but never reads must not make the server hoard replies.
         if connection.output.count > 4 * maxMessageSize + 4096 {
+          state.withLock { $0.statistics.connectionsDroppedForUnreadReplies += 1 }
           drop(connection, rejected: false)
         } else if !connection.source.wantsWritable {
           try? connection.source.setWantsWritable(true)

@@ -72,6 +72,13 @@ public struct NamedPortStatistics: Sendable, Hashable {
   /// if server.statistics.connectionsDroppedAtBufferLimit > 0 { print("memory cap reached") }
   /// ```
   public var connectionsDroppedAtBufferLimit = 0
+  /// Connections dropped because their client left more than four largest replies
+  /// (4 × ``NamedPortServer/maxMessageSize`` + 4 KiB) unread: their replies are lost.
+  ///
+  /// ```swift
+  /// if server.statistics.connectionsDroppedForUnreadReplies > 0 { print("a deaf client") }
+  /// ```
+  public var connectionsDroppedForUnreadReplies = 0
 
   /// All zero.
   ///

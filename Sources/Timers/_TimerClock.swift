@@ -2,6 +2,9 @@ import RunLoopCore
 
 /// The origin timer keys count from, and conversions between instants and keys.
 ///
+/// Keys are ``LoopClock`` readings (the origin is the instant of reading 0), so the loop's
+/// deadlines and its `now` pass between the scheduler and the loop with no conversion.
+///
 /// `ContinuousClock.Instant` is a resilient type of the concurrency library: a struct
 /// holding one has no layout known at compile time, so every copy, comparison and field
 /// access of a heap node would go through value witnesses and metadata. Keys are `Int64`
@@ -11,8 +14,17 @@ import RunLoopCore
 /// keeps its exact offset in the timer's ``_TimerExtras``, with a key rounded up, so that it
 /// never fires early; one beyond about 292 years from the origin keeps a saturated key.
 enum _TimerClock {
-  /// Any fixed instant; the process's first use of the timers.
-  static let origin = ContinuousClock.now
+  /// The instant of ``LoopClock`` reading 0.
+  static let origin = LoopClock.instant(ofNanoseconds: 0)
+
+  /// The key of the current instant: the loop clock's reading.
+  static func nowKey() -> Int64 { LoopClock.now() }
+
+  /// A key as a deadline for the loop: at least 1 (0 means "unset" to the loop), and no
+  /// further than the loop clock takes any instant (a saturated key is centuries away).
+  static func deadline(ofKey key: Int64) -> Int64 {
+    min(max(key, 1), 1 << 61)
+  }
 
   static func offset(of instant: ContinuousClock.Instant) -> Duration {
     origin.duration(to: instant)

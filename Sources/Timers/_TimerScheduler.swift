@@ -152,19 +152,16 @@ final class _TimerScheduler: @unchecked Sendable {
       }
       return wake ?? limit
     }
-    return key.map { LoopClock.nanoseconds(of: _TimerClock.instant(atKey: $0)) }
+    return key.map(_TimerClock.deadline(ofKey:))
   }
 
   func fireDue(in mode: LoopMode, of loop: EventRunLoop, common: Bool, now: Int64) {
     // Timers (re)scheduled from here on, by the call-outs below or by other threads, wait
     // for the next pass, as the guide says of a timer that comes due during a handler.
     let horizon = state.withLock { $0.nextSequence }
-    // `now` is a whole number of nanoseconds on Linux; rounding down never fires early.
-    let nowKey = _TimerClock.key(
-      of: _TimerClock.offset(of: LoopClock.instant(ofNanoseconds: now)), roundingUp: false
-    ).key
+    // Keys are loop clock readings: `now` is already one.
     while let due = state.withLock({
-      $0.takeDue(in: mode, common: common, now: nowKey, before: horizon)
+      $0.takeDue(in: mode, common: common, now: now, before: horizon)
     }) {
       let timer = due.timer
       // Invalidated by another thread since it was taken: a call-out not begun is not made.
@@ -174,7 +171,7 @@ final class _TimerScheduler: @unchecked Sendable {
       // As CFRunLoop does: the next fire date is computed now that the call-out has
       // returned, as the first grid point later than now, so a call-out that overran its
       // period is followed by the next grid point, not by a late catch-up fire.
-      let after = _TimerClock.key(of: _TimerClock.offset(of: .now), roundingUp: false).key
+      let after = _TimerClock.nowKey()
       state.withLock { $0.finishFiring(timer, takenSequence: due.sequence, now: after) }
     }
   }

@@ -106,6 +106,27 @@ struct NamedPortServerLimitsTests {
     server.invalidate()
   }
 
+  /// A client that sends requests and never reads the replies is dropped once more than
+  /// four largest replies wait for it, and the drop is counted: its replies are lost.
+  @Test func clientThatNeverReadsRepliesIsDroppedAndCounted() throws {
+    let temporary = try TemporaryRegistry()
+    let reply = [UInt8](repeating: 5, count: 64 * 1024)
+    let server = try NamedPortServer(
+      name: "deaf", registry: temporary.registry, maxMessageSize: 64 * 1024
+    ) { _ in reply }
+    let thread = try startLoopThread("server") { loop in try server.add(to: loop, mode: .default) }
+    let client = try RawClient.connect(temporary.registry.socketPath(for: "deaf"))
+    defer { close(client) }
+    // 100 replies of 64 KiB: far more than the socket buffers and the per-connection limit.
+    for requestID in 1...100 {
+      RawClient.send(client, RawClient.header(kind: 2, length: 0, requestID: UInt32(requestID)))
+    }
+    #expect(eventually { server.statistics.connectionsDroppedForUnreadReplies == 1 })
+    #expect(eventually { server.connectionCount == 0 })
+    try finish(thread)
+    server.invalidate()
+  }
+
   /// A NamedPort whose connection the server closed as idle connects again at its next
   /// call, a request or a one-way send, without an error.
   @Test func clientWhoseIdleConnectionWasClosedConnectsAgainWithoutAnError() throws {
