@@ -10,15 +10,9 @@ extension EventRunLoop {
     let buffer = poller.buffer(depth: depth)
     while true {
       local.iteration &+= 1
-      // Wake-ups count again. One dropped since the last pass woke announced nothing this
-      // pass will not look at, except a stop or an emptied mode: for those, wake up.
+      // Wake-ups count again.
       local.ignoringWakeUps = false
-      if wakeState.passBegins(),
-        published.stopPending.load(ordering: .sequentiallyConsistent)
-          || modeIsEmpty(mode)
-      {
-        wakeState.request()
-      }
+      if wakeState.passBegins() { wakeForWhatADroppedWakeUpAnnounced(mode: mode) }
       restoreHeldWatches(mode: mode)
       if local.mainQueueDrains > 0 { holdMainQueueWatchWhileDraining() }
 
@@ -65,6 +59,15 @@ extension EventRunLoop {
       {
         return result
       }
+    }
+  }
+
+  /// A wake-up dropped while the loop was not looking announced nothing a pass will not
+  /// look at, except a stop or an emptied mode, which only the end of a pass checks: for
+  /// those, the loop wakes itself so that the coming sleep does not block.
+  func wakeForWhatADroppedWakeUpAnnounced(mode: LoopMode) {
+    if published.stopPending.load(ordering: .sequentiallyConsistent) || modeIsEmpty(mode) {
+      wakeState.request()
     }
   }
 

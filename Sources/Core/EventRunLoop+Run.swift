@@ -147,6 +147,9 @@ extension EventRunLoop {
     let outerIgnoring = local.ignoringWakeUps
     let start = wakeState.runBegins(inIgnoringWindow: outerIgnoring)
     local.ignoringWakeUps = false
+    // A wake-up dropped since the emptiness check above (a source removed meanwhile, say)
+    // is owed the check the first pass would make for one dropped between passes.
+    if start == .dropped { wakeForWhatADroppedWakeUpAnnounced(mode: mode) }
     notify(.entry)  // Step 1
     // A stop made before the first pass (by the entry observer, say) ends the run at once,
     // as in CFRunLoop.
