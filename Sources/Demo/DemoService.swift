@@ -230,6 +230,15 @@ final class DemoService: @unchecked Sendable {
           + "\(DurationArgument(options.shutdownTimeout).seconds) s shutdown bound (is journald "
           + "stopped?); they are lost (counted in the journald drops column)")
     }
+    // journald is best effort (the exit status stays the JSON log's), but a loss is said.
+    if let journal, case let missed = journal.droppedOrFailed, missed > 0 {
+      StandardStreams.error(
+        "runloop-demo: journald missed \(missed) trace entries (dropped: its queue full or over "
+          + "the rate limit, or refused; per loop in the journald drops column)")
+    }
+    if journal != nil, case let lines = JournalLogHandler.droppedLines, lines > 0 {
+      StandardStreams.error("runloop-demo: journald missed \(lines) of the service's log lines")
+    }
     let statistics = jsonSink.statistics
     guard statistics.isComplete else {
       StandardStreams.error(
