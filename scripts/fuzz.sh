@@ -32,6 +32,15 @@ if ! ls "$toolchain"/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&
   exit 1
 fi
 
+# A misspelt target would otherwise run nothing and pass.
+known=" ${targets[*]%% *} "
+for name in "${wanted[@]}"; do
+  if [[ "$known" != *" $name "* ]]; then
+    echo "fuzz: no target '$name'; the targets are:$known" >&2
+    exit 1
+  fi
+done
+
 out=.build-fuzz
 mkdir -p "$out"
 status=0

@@ -230,9 +230,20 @@ final class DemoService: @unchecked Sendable {
           + "\(DurationArgument(options.shutdownTimeout).seconds) s shutdown bound (is journald "
           + "stopped?); they are lost (counted in the journald drops column)")
     }
+    // journald is best effort (the exit status stays the JSON log's), but a loss is said.
+    if let journal, case let missed = journal.droppedOrFailed, missed > 0 {
+      StandardStreams.error(
+        "runloop-demo: journald missed \(missed) trace entries (dropped: its queue full or over "
+          + "the rate limit, or refused; per loop in the journald drops column)")
+    }
+    if journal != nil, case let lines = JournalLogHandler.droppedLines, lines > 0 {
+      StandardStreams.error("runloop-demo: journald missed \(lines) of the service's log lines")
+    }
     let statistics = jsonSink.statistics
     guard statistics.isComplete else {
-      StandardStreams.error(Self.incompleteLogMessage(options, statistics))
+      StandardStreams.error(
+        Self.incompleteLogMessage(
+          path: options.jsonLogPath, shutdownTimeout: options.shutdownTimeout, statistics))
       say("JSON log INCOMPLETE: \(options.jsonLogPath) (run id \(tracer.runID))")
       return Self.incompleteLogStatus
     }
@@ -291,10 +302,11 @@ final class DemoService: @unchecked Sendable {
     }
   }
 
-  /// What went wrong with the JSON log, with the sink's figures.
-  static func incompleteLogMessage(_ options: Options, _ statistics: JSONLinesSinkStatistics)
-    -> String
-  {
+  /// What went wrong with the JSON log at `path`, with the sink's figures (the scenario
+  /// command reports its trace with it too).
+  static func incompleteLogMessage(
+    path: String, shutdownTimeout: Duration, _ statistics: JSONLinesSinkStatistics
+  ) -> String {
     var problems: [String] = []
     if statistics.recordsLost > 0 {
       let reason = statistics.lastError.map { String(cString: strerror($0)) } ?? "unknown error"
@@ -305,13 +317,13 @@ final class DemoService: @unchecked Sendable {
     if statistics.recordsPending > 0 {
       problems.append(
         "\(statistics.recordsPending) records still waiting to be written when the "
-          + "\(DurationArgument(options.shutdownTimeout).seconds) s shutdown bound ran out "
+          + "\(DurationArgument(shutdownTimeout).seconds) s shutdown bound ran out "
           + "(the file or pipe stopped taking data)")
     }
     if statistics.fileRemoved {
       problems.append("the file was deleted during the run, taking its records with it")
     }
-    return "runloop-demo: the JSON log '\(options.jsonLogPath)' is incomplete: "
+    return "runloop-demo: the JSON log '\(path)' is incomplete: "
       + "\(statistics.recordsWritten) records written, " + problems.joined(separator: "; ")
   }
 

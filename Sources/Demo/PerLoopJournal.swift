@@ -60,6 +60,15 @@ final class PerLoopJournal: TraceSink, @unchecked Sendable {
     sinks.withLock { Array($0.byLoop.values) }.reduce(0) { $0 + $1.statistics.unsent }
   }
 
+  /// Entries of all loops' sinks that journald did not get: dropped (the queue full or over
+  /// the rate limit) or failed (refused, or no journal answered).
+  var droppedOrFailed: UInt64 {
+    sinks.withLock { Array($0.byLoop.values) }.reduce(0) {
+      let statistics = $1.statistics
+      return $0 + statistics.dropped + statistics.failed
+    }
+  }
+
   /// The journald statistics of one loop's sink, if that loop sent anything.
   func statistics(ofLoop loop: UInt64) -> JournalSinkStatistics? {
     sinks.withLock { $0.byLoop[loop] }?.statistics

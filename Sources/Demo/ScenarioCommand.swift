@@ -8,7 +8,8 @@ struct ScenarioCommand: ParsableCommand {
     abstract: "Show one concept of the guide as a short narrated run (see --list).",
     discussion: """
       Each scenario prints what it sets up, what the run loop does (with the time and the \
-      thread), and checks its claims (✓ or ✗). It exits 0 when every claim held.
+      thread), and checks its claims (✓ or ✗). It exits 0 when every claim held (and, with \
+      --json-log, the trace is complete: 74 when it lost records).
 
         runloop-demo scenario --list
         runloop-demo scenario modes
@@ -56,9 +57,11 @@ struct ScenarioCommand: ParsableCommand {
     let chosen = name == "all" ? Scenario.all : [Scenario.named(name!)!]
     // Every loop of the process, present and future: a scenario's worker threads too.
     var tracer: LoopTracer?
+    var sink: JSONLinesSink?
     if let jsonLog {
       do {
-        tracer = LoopTracer(sinks: [try JSONLinesSink(path: jsonLog)])
+        sink = try JSONLinesSink(path: jsonLog)
+        tracer = LoopTracer(sinks: [sink!])
       } catch {
         throw DemoError("cannot trace to '\(jsonLog)': \(error.message)")
       }
@@ -82,13 +85,25 @@ struct ScenarioCommand: ParsableCommand {
       failed += narration.failed.map { "\(scenario.name): \($0)" }
       StandardStreams.out("")
     }
-    if let tracer, let jsonLog {
-      tracer.close()
-      StandardStreams.out("trace: run id \(tracer.runID) in \(jsonLog)")
+    var traceComplete = true
+    if let tracer, let sink, let jsonLog {
+      let shutdownTimeout = Duration.seconds(5)
+      tracer.close(timeout: shutdownTimeout)
+      let statistics = sink.statistics
+      traceComplete = statistics.isComplete
+      if traceComplete {
+        StandardStreams.out("trace: run id \(tracer.runID) in \(jsonLog)")
+      } else {
+        StandardStreams.error(
+          DemoService.incompleteLogMessage(
+            path: jsonLog, shutdownTimeout: shutdownTimeout, statistics))
+        StandardStreams.out("trace INCOMPLETE: run id \(tracer.runID) in \(jsonLog)")
+      }
     }
     guard failed.isEmpty else {
       throw DemoError(
         "\(failed.count) claim(s) did not hold:\n  " + failed.joined(separator: "\n  "))
     }
+    if !traceComplete { throw ExitCode(DemoService.incompleteLogStatus) }
   }
 }

@@ -17,12 +17,12 @@ extension Scenarios {
       switch record.record {
       case .stall:
         narration.event(
-          "watchdog: loop \(record.loop) STALLED, awake \(ms(record.duration)) ms in "
+          "watchdog: loop \(record.loop) STALLED, awake \(ms(record.duration)) in "
             + "\(record.calloutKind ?? "?") '\(record.calloutName ?? "")' (mode "
             + "'\(record.mode)', depth \(record.depth), thread \(record.thread) state "
             + "\(record.threadState ?? "?"), waiting in \(record.wchan ?? "?"))")
       case .recovery:
-        narration.event("watchdog: loop \(record.loop) recovered after \(ms(record.duration)) ms")
+        narration.event("watchdog: loop \(record.loop) recovered after \(ms(record.duration))")
       default:
         return
       }
@@ -34,7 +34,7 @@ extension Scenarios {
     var records: [TraceRecord] { kept.withLock { $0 } }
 
     private func ms(_ nanoseconds: Int64?) -> String {
-      "\(((Double(nanoseconds ?? 0) / 1e5).rounded()) / 10)"
+      milliseconds(.nanoseconds(nanoseconds ?? 0))
     }
   }
 

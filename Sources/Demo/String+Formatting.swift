@@ -4,6 +4,12 @@ func milliseconds(_ duration: Duration) -> String {
   return "\((value * 10).rounded() / 10) ms"
 }
 
+/// `nanoseconds` in milliseconds with two decimals, without the unit (`"121.94"`): the
+/// tables' figures.
+func milliseconds(nanoseconds: Int64) -> String {
+  "\((Double(nanoseconds) / 1e4).rounded() / 100)"
+}
+
 /// Text helpers for the demo's tables and narration.
 extension String {
   /// The string with `pad` in front, up to `width` characters.

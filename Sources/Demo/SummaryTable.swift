@@ -25,7 +25,8 @@ enum SummaryTable {
       let latenessText =
         lateness.count == 0
         ? "no timers"
-        : "\(ms(lateness.p50)) / \(ms(lateness.p99)) / \(ms(lateness.max)) ms"
+        : "\(milliseconds(nanoseconds: lateness.p50)) / \(milliseconds(nanoseconds: lateness.p99)) / "
+          + "\(milliseconds(nanoseconds: lateness.max)) ms"
       let asleep = (snapshot.asleepFraction * 1000).rounded() / 10
       table.append([
         "\(row.loop)", row.thread, "\(snapshot.iterations)", "\(asleep)%", "\(callouts)",
@@ -42,9 +43,5 @@ enum SummaryTable {
           ? cell.padding(toLength: widths[index]) : cell.leftPadded(to: widths[index], with: " ")
       }.joined(separator: "  ")
     }.joined(separator: "\n")
-  }
-
-  private static func ms(_ nanoseconds: Int64) -> String {
-    "\((Double(nanoseconds) / 1e4).rounded() / 100)"
   }
 }

@@ -95,7 +95,7 @@ struct TopBoard {
       {
         loop.longCallouts += 1
         loop.lastStall =
-          "\(record.calloutKind ?? "?") \(record.calloutName ?? "") \(Self.milliseconds(duration)) ms"
+          "\(record.calloutKind ?? "?") \(record.calloutName ?? "") \(milliseconds(nanoseconds: duration)) ms"
       }
     case .sleep:
       let duration = record.duration ?? 0
@@ -164,12 +164,9 @@ struct TopBoard {
       sorted[min(sorted.count - 1, Int((Double(sorted.count) * fraction).rounded(.down)))]
     }
     return (
-      Self.milliseconds(at(0.5)), Self.milliseconds(at(0.99)), Self.milliseconds(sorted.last!)
+      milliseconds(nanoseconds: at(0.5)), milliseconds(nanoseconds: at(0.99)),
+      milliseconds(nanoseconds: sorted.last!)
     )
-  }
-
-  static func milliseconds(_ nanoseconds: Int64) -> String {
-    "\((Double(nanoseconds) / 1e4).rounded() / 100)"
   }
 
   static func seconds(_ nanoseconds: Int64) -> String {

@@ -42,6 +42,11 @@ struct TopCommand: ParsableCommand {
 
   func run() throws {
     ForegroundSignals.restoreDefault()
+    // Live, a log not there yet is waited for (the service may start after top); once, an
+    // unreadable path is a mistake, not an empty table.
+    if once, access(file, R_OK) != 0 {
+      throw DemoError("cannot read '\(file)': \(String(cString: strerror(errno)))")
+    }
     var tail = LogTail(path: file)
     var board = TopBoard(stallThreshold: Int64(stallThreshold.seconds * 1e9))
     let window = Int64(max(interval.seconds, 0.2) * 1e9)

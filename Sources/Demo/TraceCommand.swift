@@ -253,13 +253,10 @@ struct TraceCommand: ParsableCommand {
       let window =
         options.from == nil && options.to == nil
         ? ""
-        : " (window \(Self.milliseconds(options.from ?? 0)) to \(options.to.map(Self.milliseconds) ?? "end"))"
+        : " (window \(milliseconds(nanoseconds: options.from ?? 0)) ms to "
+          + "\(options.to.map { milliseconds(nanoseconds: $0) + " ms" } ?? "end"))"
       StandardStreams.out(
         "wrote \(svg): \(TraceTimeline.spans(from: records).count) spans\(window)")
-    }
-
-    static func milliseconds(_ nanoseconds: Int64) -> String {
-      "\((Double(nanoseconds) / 1e4).rounded() / 100) ms"
     }
   }
 }
