@@ -79,6 +79,14 @@ struct ScenarioCommandTests {
     #expect(text.contains("main.port") && text.contains("worker.port"))
   }
 
+  @Test func aScenarioWhoseTraceLostRecordsExits74AndSaysSo() throws {
+    let result = try runDemo(["scenario", "ports", "--json-log", "/dev/full"])
+    #expect(result.exitedNormally && result.status == 74, "stderr: \(result.stderr)")
+    #expect(result.stderr.contains("the JSON log '/dev/full' is incomplete: 0 records written"))
+    #expect(result.stdout.contains("trace INCOMPLETE"))
+    #expect(!result.stdout.contains("trace: run id"))
+  }
+
   @Test func aScenarioRefusesAnEmptyJSONLogPath() throws {
     let result = try runDemo(["scenario", "ports", "--json-log", ""])
     #expect(result.status != 0)
