@@ -57,6 +57,8 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     weak var loop: EventRunLoop?
     let loopID: UInt64
     let mode: LoopMode
+    /// The loop's inbox of signalled sources (held strongly: it does not keep the loop).
+    let inbox: SignalInbox
   }
 
   /// Creates a source.
@@ -112,7 +114,17 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     // which keeps the time of the first signal.
     guard signalStamp.load(ordering: .relaxed) == 0 else { return }
     let stamp = signalStamps.wrappingAdd(1, ordering: .relaxed).newValue
-    _ = signalStamp.compareExchange(expected: 0, desired: stamp, ordering: .releasing)
+    guard signalStamp.compareExchange(expected: 0, desired: stamp, ordering: .releasing).exchanged
+    else { return }
+    // The first signal since the source last ran: the loops it is in learn of it, so that
+    // their passes look at the signalled sources only.
+    registrations.withLock { list in
+      var last: SignalInbox?
+      for registration in list where registration.inbox !== last {
+        registration.inbox.add(self)
+        last = registration.inbox
+      }
+    }
   }
 
   /// Signals the source and wakes every loop it is scheduled on, the two calls the guide's
@@ -181,7 +193,9 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   }
 
   func didSchedule(on loop: EventRunLoop, mode: LoopMode) {
-    registrations.withLock { $0.append(Registration(loop: loop, loopID: loop.id, mode: mode)) }
+    registrations.withLock {
+      $0.append(Registration(loop: loop, loopID: loop.id, mode: mode, inbox: loop.signalInbox))
+    }
   }
 
   func didUnschedule(from loop: EventRunLoop, mode: LoopMode) {
