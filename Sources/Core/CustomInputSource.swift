@@ -101,6 +101,12 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// loop.wakeUp()
   /// ```
   public func signal() {
+    signal(waking: false)
+  }
+
+  /// Signals, and with `waking` wakes every loop the source is in, under one hold of the
+  /// registrations' lock (waking takes no lock: see `EventRunLoop.wakeUp()`).
+  private func signal(waking: Bool) {
     guard isValid else { return }
     if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
       signalledAtNanoseconds.store(LoopClock.now(), ordering: .relaxed)
@@ -112,17 +118,22 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     }
     // A source already signalled keeps its first stamp (and its place), as in CFRunLoop,
     // which keeps the time of the first signal.
-    guard signalStamp.load(ordering: .relaxed) == 0 else { return }
-    let stamp = signalStamps.wrappingAdd(1, ordering: .relaxed).newValue
-    guard signalStamp.compareExchange(expected: 0, desired: stamp, ordering: .releasing).exchanged
-    else { return }
-    // The first signal since the source last ran: the loops it is in learn of it, so that
-    // their passes look at the signalled sources only.
+    var first = false
+    if signalStamp.load(ordering: .relaxed) == 0 {
+      let stamp = signalStamps.wrappingAdd(1, ordering: .relaxed).newValue
+      first =
+        signalStamp.compareExchange(expected: 0, desired: stamp, ordering: .releasing)
+        .exchanged
+    }
+    guard first || waking else { return }
     registrations.withLock { list in
-      var last: SignalInbox?
-      for registration in list where registration.inbox !== last {
-        registration.inbox.add(self)
-        last = registration.inbox
+      var lastLoop: UInt64?
+      for registration in list where registration.loopID != lastLoop {
+        // The first signal since the source last ran: the loops it is in learn of it, so
+        // that their passes look at the signalled sources only.
+        if first { registration.inbox.add(self) }
+        if waking { registration.loop?.wakeUp() }
+        lastLoop = registration.loopID
       }
     }
   }
@@ -134,8 +145,7 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// source.signalAndWakeUp()
   /// ```
   public func signalAndWakeUp() {
-    signal()
-    for loop in scheduledLoops() { loop.wakeUp() }
+    signal(waking: true)
   }
 
   /// Whether the source is signalled and not yet performed.
@@ -206,17 +216,6 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     }
   }
 
-  private func scheduledLoops() -> [EventRunLoop] {
-    var seen = Set<UInt64>()
-    return registrations.withLock { list in
-      list.compactMap { registration in
-        guard let loop = registration.loop, seen.insert(registration.loopID).inserted else {
-          return nil
-        }
-        return loop
-      }
-    }
-  }
 }
 
 // Stamps of first signals, process-wide: they order signalled sources of equal order by
