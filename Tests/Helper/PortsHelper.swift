@@ -17,12 +17,14 @@ enum PortsHelperMessage {
 func runPortsHelper(_ arguments: [String]) -> Never {
   do {
     switch arguments.first {
-    case "ports-echo" where arguments.count == 3:
-      try echoServer(directory: arguments[1], name: arguments[2])
-    case "ports-request" where arguments.count == 5:
+    case "ports-echo" where arguments.count == 3 || arguments.count == 4:
+      try echoServer(
+        directory: arguments[1], name: arguments[2],
+        maxFrameVersion: arguments.count == 4 ? Int(arguments[3]) ?? 0 : 2)
+    case "ports-request" where arguments.count == 5 || arguments.count == 6:
       try request(
         directory: arguments[1], name: arguments[2], msgid: Int32(arguments[3]) ?? 0,
-        text: arguments[4])
+        text: arguments[4], frameVersion: arguments.count == 6 ? Int(arguments[5]) ?? 0 : 2)
     case "ports-checkin" where arguments.count == 3:
       try checkInWorker(directory: arguments[1], mainName: arguments[2])
     case "ports-signals" where arguments.count == 1:
@@ -34,7 +36,8 @@ func runPortsHelper(_ arguments: [String]) -> Never {
         directory: arguments[1], name: arguments[2], milliseconds: Int(arguments[3]) ?? 0)
     default:
       say(
-        "usage: ports-echo DIR NAME | ports-request DIR NAME MSGID TEXT"
+        "usage: ports-echo DIR NAME [MAX-FRAME-VERSION]"
+          + " | ports-request DIR NAME MSGID TEXT [FRAME-VERSION]"
           + " | ports-checkin DIR MAIN | ports-signals | ports-emfile DIR"
           + " | ports-request-timed DIR NAME MILLISECONDS")
       exit(2)
@@ -52,10 +55,15 @@ private func say(_ line: String) {
   _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
 }
 
-/// A server that echoes, dies mid-request, or quits on request.
-private func echoServer(directory: String, name: String) throws(RunLoopError) {
+/// A server that echoes, dies mid-request, or quits on request; with `maxFrameVersion` 1 it
+/// reads frames as a server from before trace contexts.
+private func echoServer(directory: String, name: String, maxFrameVersion: Int)
+  throws(RunLoopError)
+{
   let registry = try PortNameRegistry(directory: directory)
-  let server = try NamedPortServer(name: name, registry: registry) { message in
+  let server = try NamedPortServer(
+    name: name, registry: registry, maxFrameVersion: maxFrameVersion
+  ) { message in
     switch message.msgid {
     case PortsHelperMessage.dieMidRequest:
       _exit(3)
@@ -72,12 +80,12 @@ private func echoServer(directory: String, name: String) throws(RunLoopError) {
   server.invalidate()
 }
 
-/// One request; prints the reply or the error code.
-private func request(directory: String, name: String, msgid: Int32, text: String)
-  throws(RunLoopError)
-{
+/// One request in frames of `frameVersion`; prints the reply or the error code.
+private func request(
+  directory: String, name: String, msgid: Int32, text: String, frameVersion: Int
+) throws(RunLoopError) {
   let registry = try PortNameRegistry(directory: directory)
-  let port = try NamedPort(name: name, registry: registry)
+  let port = try NamedPort(name: name, registry: registry, frameVersion: frameVersion)
   let reply = try port.request(
     msgid: msgid, data: Array(text.utf8), sendTimeout: .seconds(2), receiveTimeout: .seconds(5))
   say("reply:\(String(decoding: reply, as: UTF8.self))")
