@@ -631,11 +631,14 @@ public final class NamedPortServer: @unchecked Sendable {
     }
     let message = NamedPortMessage(
       msgid: frame.msgid, data: frame.payload, expectsReply: frame.kind == .request,
-      peerPID: connection.peerPID, peerUID: connection.peerUID)
-    state.withLock { $0.statistics.messagesHandled += 1 }
+      peerPID: connection.peerPID, peerUID: connection.peerUID,
+      cause: _TracePropagation.cause(of: frame.context, from: connection.peerPID))
+    let owner = state.withLock { state in
+      state.statistics.messagesHandled += 1
+      return state.owner
+    }
     let (reply, replyContext) = _TracePropagation.handle(
-      frame.context, from: connection.peerPID, name: name
-    ) { handler(message) }
+      message, on: owner, name: name, handler)
     guard frame.kind == .request, connection.source.isValid else { return }
     // A reply goes out in the version its request came in, so a version-1 client reads it.
     let answer: _Frame

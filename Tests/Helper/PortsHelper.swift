@@ -25,6 +25,8 @@ func runPortsHelper(_ arguments: [String]) -> Never {
       try request(
         directory: arguments[1], name: arguments[2], msgid: Int32(arguments[3]) ?? 0,
         text: arguments[4], frameVersion: arguments.count == 6 ? Int(arguments[5]) ?? 0 : 2)
+    case "ports-traced-request" where arguments.count == 3:
+      try tracedRequest(directory: arguments[1], name: arguments[2])
     case "ports-checkin" where arguments.count == 3:
       try checkInWorker(directory: arguments[1], mainName: arguments[2])
     case "ports-signals" where arguments.count == 1:
@@ -38,7 +40,7 @@ func runPortsHelper(_ arguments: [String]) -> Never {
       say(
         "usage: ports-echo DIR NAME [MAX-FRAME-VERSION]"
           + " | ports-request DIR NAME MSGID TEXT [FRAME-VERSION]"
-          + " | ports-checkin DIR MAIN | ports-signals | ports-emfile DIR"
+          + " | ports-traced-request DIR NAME | ports-checkin DIR MAIN | ports-signals | ports-emfile DIR"
           + " | ports-request-timed DIR NAME MILLISECONDS")
       exit(2)
     }
@@ -89,6 +91,60 @@ private func request(
   let reply = try port.request(
     msgid: msgid, data: Array(text.utf8), sendTimeout: .seconds(2), receiveTimeout: .seconds(5))
   say("reply:\(String(decoding: reply, as: UTF8.self))")
+}
+
+/// Keeps the call-out records of the loops it is attached to.
+private final class CalloutRecords: RunLoopInstrument, Sendable {
+  let interests: InstrumentInterests = .callouts
+  private let recorded = GuardedState<[CalloutRecord]>([])
+  var records: [CalloutRecord] { recorded.withLock { $0 } }
+
+  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
+    recorded.withLock { $0.append(callout) }
+  }
+}
+
+/// One request made from a traced call-out (a perform block named `send`) on this thread's
+/// loop; prints `send:SPAN trace:TRACE` (the block's span and the trace id it sent) and
+/// `reply:NAME cause:SPAN pid:PID trace:TRACE` (the call-out that reported the reply and
+/// its cause), spans as 16 hex digits and the trace as 32.
+private func tracedRequest(directory: String, name: String) throws(RunLoopError) {
+  let registry = try PortNameRegistry(directory: directory)
+  let port = try NamedPort(name: name, registry: registry)
+  let records = CalloutRecords()
+  let loop = EventRunLoop.current
+  loop.addInstrument(records)
+  let outcome = GuardedState<RunLoopError?>(nil)
+  loop.perform(name: "send") {
+    do throws(RunLoopError) {
+      _ = try port.request(msgid: 1, data: Array("traced".utf8))
+    } catch {
+      outcome.withLock { $0 = error }
+    }
+  }
+  _ = try loop.run(mode: .default, timeout: .zero)
+  loop.removeInstrument(records)
+  if let error = outcome.withLock({ $0 }) { throw error }
+  let all = records.records
+  guard let send = all.first(where: { $0.name == "send" }),
+    let reply = all.first(where: { $0.name == "\(name).reply" }), let cause = reply.cause
+  else {
+    say("missing: \(all.map(\.name))")
+    exit(1)
+  }
+  say("send:\(hex(send.span)) trace:\(traceHex(cause.traceID))")
+  say(
+    "reply:\(reply.name) cause:\(hex(cause.span)) pid:\(cause.processID ?? 0)"
+      + " trace:\(traceHex(cause.traceID))")
+}
+
+private func hex(_ value: UInt64) -> String {
+  let digits = String(value, radix: 16)
+  return String(repeating: "0", count: 16 - digits.count) + digits
+}
+
+private func traceHex(_ trace: (high: UInt64, low: UInt64)?) -> String {
+  trace.map { hex($0.high) + hex($0.low) } ?? "none"
 }
 
 /// One request with a receive timeout of `milliseconds`; prints how it ended, how long it
