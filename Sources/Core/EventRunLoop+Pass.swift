@@ -268,7 +268,9 @@ extension EventRunLoop {
     // Invalidated by an earlier call-out of this pass (or by another thread just now).
     guard watch.isValid else { return }
     let events = DescriptorEvents(epollMask: mask)
-    callOut(watch.calloutKind, name: watch.name) { watch.handler(events) }
+    // A watch without a kind makes its own call-outs, one per message it hands over.
+    guard let kind = watch.calloutKind else { return watch.handler(events) }
+    callOut(kind, name: watch.name) { watch.handler(events) }
   }
 
   /// The watch for `token` if it runs in `mode`; a watch of another mode is held: taken out of

@@ -39,9 +39,12 @@ extension EventRunLoop {
     }
     if batch.count > 1 { batch.sort { ($0.order, $0.stamp) < ($1.order, $1.stamp) } }
     var handled = false
-    for (_, _, source) in batch where source.isValid && source.consumeSignal() {
+    for (_, stamp, source) in batch where source.isValid && source.consumeSignal() {
       handled = true
-      callOut(.source, name: source.name, dueAt: source.signalTime) { source.performHandler() }
+      callOut(
+        .source, name: source.name, dueAt: source.signalTime,
+        cause: source.takeCause(ofSignal: stamp)
+      ) { source.performHandler() }
       if onlyFirst { break }
     }
     // Until something changes, the sources left in the inbox cannot run in this mode,
