@@ -114,7 +114,7 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   }
 
   /// Signals, and with `waking` wakes every loop the source is in, under one hold of the
-  /// registrations' lock (waking takes no lock: see `EventRunLoop.wakeUp()`).
+  /// source's own lock (waking takes no lock: see `EventRunLoop.wakeUp()`).
   private func signal(waking: Bool) {
     guard isValid else { return }
     let traced = calloutInstrumentCount.load(ordering: .relaxed) > 0

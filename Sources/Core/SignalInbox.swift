@@ -11,7 +11,7 @@ import Synchronization
 /// when step 4 finds it performed (by this loop or another), invalidated, or gone from the
 /// loop, and when it leaves the loop's last mode. Kept by identity, so it is there once.
 ///
-/// Lock order: the loop's state lock, then a source's registrations, then this lock; nothing
+/// Lock order: the loop's state lock, then a source's own lock, then this lock; nothing
 /// is locked while this one is held.
 final class SignalInbox: Sendable {
   private struct Entries {
