@@ -67,11 +67,14 @@ extension NamedPortServer {
   }
 }
 
-/// Where a deferred request's answer goes: its connection and its frame's ids.
+/// Where a deferred request's answer goes: its connection, its frame's version and ids, and
+/// the trace it came with (the reply carries it back).
 struct _DeferredReply: Sendable {
   let connection: _ServerConnection
+  let version: UInt8
   let msgid: Int32
   let requestID: UInt32
+  let trace: (high: UInt64, low: UInt64)?
 }
 
 /// The text of a failure frame: `code: reason`.
