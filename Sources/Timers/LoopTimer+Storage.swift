@@ -111,7 +111,7 @@ extension LoopTimer {
     return max(fireKey, end)
   }
 
-  // Slots: position 0 is the inline one (in use when `firstHeap != noHeap`), positions 1...
+  // Slots: position 0 is the inline one (in use when `firstMode != noMode`), positions 1...
   // are the extras' `rest`.
 
   /// One past the last slot position.
@@ -120,9 +120,9 @@ extension LoopTimer {
   /// The slot at `position`, `nil` for an unused inline slot.
   func slot(at position: Int) -> _TimerSlot? {
     guard position == 0 else { return extras?.rest[position - 1] }
-    guard firstHeap != Self.noHeap else { return nil }
+    guard firstMode != Self.noMode else { return nil }
     return _TimerSlot(
-      heapIndex: Int(firstHeap), active: firstFlags & Self.activeFlag != 0,
+      mode: Int(firstMode), active: firstFlags & Self.activeFlag != 0,
       fireIndex: Int(firstFireIndex), wakeIndex: Int(extras?.firstWakeIndex ?? -1),
       tolerant: firstFlags & Self.tolerantFlag != 0)
   }
@@ -141,18 +141,18 @@ extension LoopTimer {
     }
   }
 
-  /// The position of the slot for the mode key at `heapIndex`, if the timer has one.
-  func slotPosition(ofHeap heapIndex: Int) -> Int? {
-    if firstHeap != Self.noHeap, Int(firstHeap) == heapIndex { return 0 }
+  /// The position of the slot for mode key `mode`, if the timer has one.
+  func slotPosition(ofMode mode: Int) -> Int? {
+    if firstMode != Self.noMode, Int(firstMode) == mode { return 0 }
     guard let rest = extras?.rest else { return nil }
-    for index in rest.indices where rest[index].heapIndex == heapIndex { return index + 1 }
+    for index in rest.indices where rest[index].mode == mode { return index + 1 }
     return nil
   }
 
   /// Adds a slot (for a mode key the timer has none for); returns its position.
   func appendSlot(_ slot: _TimerSlot) -> Int {
-    if firstHeap == Self.noHeap, slot.heapIndex < Int(Self.noHeap) {
-      firstHeap = UInt16(slot.heapIndex)
+    if firstMode == Self.noMode, slot.mode < Int(Self.noMode) {
+      firstMode = UInt16(slot.mode)
       setSlot(slot, at: 0)
       return 0
     }
@@ -161,27 +161,33 @@ extension LoopTimer {
     return extras.rest.count
   }
 
-  /// Records the timer's position in the heap of mode key `heapIndex` and `order` (the
-  /// heaps' hot path: the inline slot is written in place).
-  func setHeapPosition(_ index: Int, heap heapIndex: Int, order: _TimerHeapOrder) {
-    if firstHeap != Self.noHeap, Int(firstHeap) == heapIndex {
-      switch order {
-      case .fire: firstFireIndex = Int32(truncatingIfNeeded: index)
-      case .wake: ensureExtras().firstWakeIndex = Int32(truncatingIfNeeded: index)
-      }
+  /// Records the timer's position in the heap of mode key `mode` and `order`. The heaps
+  /// call this for every node they move, so the usual case (the inline slot's fire-order
+  /// position) is a compare and a store, and the rest goes to a function of its own.
+  func setHeapPosition(_ index: Int, mode: Int, order: _TimerHeapOrder) {
+    if order == .fire, firstMode != Self.noMode, Int(firstMode) == mode {
+      firstFireIndex = Int32(truncatingIfNeeded: index)
+    } else {
+      setExtraHeapPosition(index, mode: mode, order: order)
+    }
+  }
+
+  private func setExtraHeapPosition(_ index: Int, mode: Int, order: _TimerHeapOrder) {
+    let extras = ensureExtras()
+    if firstMode != Self.noMode, Int(firstMode) == mode {
+      extras.firstWakeIndex = Int32(truncatingIfNeeded: index)
       return
     }
-    let extras = ensureExtras()
-    let position = extras.rest.firstIndex { $0.heapIndex == heapIndex }!
+    let position = extras.rest.firstIndex { $0.mode == mode }!
     switch order {
     case .fire: extras.rest[position].fireIndex = index
     case .wake: extras.rest[position].wakeIndex = index
     }
   }
 
-  /// The timer's position in the heap of mode key `heapIndex` and `order` (for tests).
-  func heapPosition(heap heapIndex: Int, order: _TimerHeapOrder) -> Int? {
-    guard let position = slotPosition(ofHeap: heapIndex), let slot = slot(at: position) else {
+  /// The timer's position in the heap of mode key `mode` and `order` (for tests).
+  func heapPosition(mode: Int, order: _TimerHeapOrder) -> Int? {
+    guard let position = slotPosition(ofMode: mode), let slot = slot(at: position) else {
       return nil
     }
     return order == .fire ? slot.fireIndex : slot.wakeIndex
@@ -219,7 +225,7 @@ final class _TimerExtras {
 /// A timer's membership in one mode key of one loop (a concrete mode or `.common`).
 /// Positions are stored as `Int32` (a heap never holds 2^31 timers).
 struct _TimerSlot {
-  private let storedHeapIndex: Int32
+  private let storedMode: Int32
   private var storedFireIndex: Int32
   private var storedWakeIndex: Int32
   /// Whether the timer is (still) in that mode.
@@ -229,18 +235,18 @@ struct _TimerSlot {
   var tolerant: Bool
 
   init(
-    heapIndex: Int, active: Bool, fireIndex: Int = -1, wakeIndex: Int = -1,
+    mode: Int, active: Bool, fireIndex: Int = -1, wakeIndex: Int = -1,
     tolerant: Bool = false
   ) {
-    self.storedHeapIndex = Int32(heapIndex)
+    self.storedMode = Int32(mode)
     self.storedFireIndex = Int32(fireIndex)
     self.storedWakeIndex = Int32(wakeIndex)
     self.active = active
     self.tolerant = tolerant
   }
 
-  /// Position of the mode key's heaps in the scheduler's table.
-  var heapIndex: Int { Int(storedHeapIndex) }
+  /// The mode key's position in the scheduler's table.
+  var mode: Int { Int(storedMode) }
   /// Position in the fire-order heap (exact or fire), -1 when not in it.
   var fireIndex: Int {
     get { Int(storedFireIndex) }

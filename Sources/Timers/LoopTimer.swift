@@ -66,9 +66,9 @@ public final class LoopTimer: @unchecked Sendable {
   @exclusivity(unchecked) var sequence: UInt64 = 0
   /// The inline slot (the timer's first mode key): its position in the exact or fire heap.
   @exclusivity(unchecked) var firstFireIndex: Int32 = -1
-  /// The inline slot's mode key (its position in the scheduler's table), `noHeap` when the
+  /// The inline slot's mode key (its position in the scheduler's table), `noMode` when the
   /// inline slot is unused.
-  @exclusivity(unchecked) var firstHeap: UInt16 = LoopTimer.noHeap
+  @exclusivity(unchecked) var firstMode: UInt16 = LoopTimer.noMode
   /// The inline slot's flags: `activeFlag`, `tolerantFlag`.
   @exclusivity(unchecked) var firstFlags: UInt8 = 0
   private let valid = Atomic<Bool>(true)
@@ -85,7 +85,7 @@ public final class LoopTimer: @unchecked Sendable {
   public let name: String
   let handler: @Sendable (LoopTimer) -> Void
 
-  static let noHeap: UInt16 = .max
+  static let noMode: UInt16 = .max
   static let activeFlag: UInt8 = 1
   static let tolerantFlag: UInt8 = 2
 
