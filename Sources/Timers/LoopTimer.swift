@@ -256,10 +256,17 @@ public final class LoopTimer: @unchecked Sendable {
     guard markInvalid() else { return }
     // A timer being added on another thread either saw the flag cleared, or attaches under
     // the stripe lock: looking again under that lock finds its scheduler.
-    guard let scheduler = attached() ?? withStripe({ attached() }) else { return }
-    let unlinked = scheduler.state.withLock { $0.unlinkAll(self) }
-    // A loop sleeping with nothing else to wait for should notice its mode is now empty.
-    scheduler.wakeIfNeeded(unlinked)
+    var word = attachment.load(ordering: .acquiring)
+    if word == 0 { word = withStripe { attachment.load(ordering: .acquiring) } }
+    guard let pointer = UnsafeRawPointer(bitPattern: word) else { return }
+    // The timer owns a retain of its scheduler for life, so the scheduler outlives this
+    // call without one of its own (each retain and release is an atomic operation on the
+    // scheduler, shared by all its timers).
+    Unmanaged<_TimerScheduler>.fromOpaque(pointer)._withUnsafeGuaranteedRef { scheduler in
+      let unlinked = scheduler.state.withLock { $0.unlinkAll(self) }
+      // A loop sleeping with nothing else to wait for should notice its mode is now empty.
+      scheduler.wakeIfNeeded(unlinked)
+    }
   }
 
   /// Calls the handler now, on the calling thread, without changing a repeating timer's
@@ -325,7 +332,7 @@ public final class LoopTimer: @unchecked Sendable {
     scheduler?.wakeIfNeeded(earlier)
   }
 
-  // MARK: Internals
+  // MARK: Joining a loop, and the lock that guards the schedule
 
   /// Clears the valid flag; returns whether this call cleared it.
   func markInvalid() -> Bool {
@@ -363,7 +370,6 @@ public final class LoopTimer: @unchecked Sendable {
   }
 
   /// The scheduler the timer joined, if any.
-  @inline(__always)
   private func attached() -> _TimerScheduler? {
     guard let pointer = UnsafeRawPointer(bitPattern: attachment.load(ordering: .acquiring)) else {
       return nil
@@ -371,54 +377,55 @@ public final class LoopTimer: @unchecked Sendable {
     return Unmanaged<_TimerScheduler>.fromOpaque(pointer).takeUnretainedValue()
   }
 
-  /// Attaches the timer to `scheduler` unless it is attached already; returns the scheduler
-  /// it is attached to. Call holding the stripe lock.
-  private func attach(_ scheduler: _TimerScheduler) -> _TimerScheduler {
-    if let current = attached() { return current }
-    let bits = UInt(bitPattern: Unmanaged.passRetained(scheduler).toOpaque())
-    attachment.store(bits, ordering: .releasing)
-    return scheduler
-  }
-
   /// Joins `scheduler` (the scheduler of `loop`) in `mode`. Returns whether a wake-up
   /// deadline moved earlier.
   func join(_ scheduler: _TimerScheduler, loop: EventRunLoop, mode: LoopMode)
     throws(RunLoopError) -> Bool
   {
-    func exited() -> RunLoopError {
-      .loopThreadExited("\(loop)'s thread has exited; timer '\(name)' would never fire")
-    }
-    func add(_ state: inout _SchedulerState) throws(RunLoopError) -> Bool {
-      guard !state.exited else { throw exited() }
+    let own = UInt(bitPattern: Unmanaged.passUnretained(scheduler).toOpaque())
+    var current = attachment.load(ordering: .acquiring)
+    if current == 0 { current = try attach(scheduler) }
+    guard current == own else { throw foreignLoopError(loop) }
+    // Checked under the lock `invalidate()` unlinks under: either it finds this timer
+    // linked, or this sees the flag cleared.
+    return try scheduler.state.withLock { state throws(RunLoopError) -> Bool in
+      guard isValid else { throw invalidError() }
+      guard !state.exited else { throw exitedError(loop) }
       return state.add(self, to: mode)
     }
-    func check(_ owner: _TimerScheduler) throws(RunLoopError) {
-      guard owner !== scheduler else { return }
-      // A loop has one scheduler: another one is another loop's.
-      guard owner.loopID != loop.id else { throw exited() }
-      let other = owner.loop.map { "\($0)" } ?? "a loop that no longer exists"
-      throw .alreadyInUse("timer '\(name)' belongs to \(other); it cannot join \(loop)")
+  }
+
+  /// Attaches the timer to `scheduler` unless it is attached already; returns the address
+  /// of the scheduler it is attached to. Holds the stripe lock, so that a change made to the
+  /// schedule while the timer belonged to no loop is complete and seen.
+  private func attach(_ scheduler: _TimerScheduler) throws(RunLoopError) -> UInt {
+    try withStripe { () throws(RunLoopError) -> UInt in
+      guard isValid else { throw invalidError() }
+      let current = attachment.load(ordering: .acquiring)
+      if current != 0 { return current }
+      let bits = UInt(bitPattern: Unmanaged.passRetained(scheduler).toOpaque())
+      attachment.store(bits, ordering: .releasing)
+      return bits
     }
-    func invalid() -> RunLoopError {
-      .invalidated("timer '\(name)' is invalid; create a new timer instead")
-    }
-    if let owner = attached() {
-      guard isValid else { throw invalid() }
-      try check(owner)
-      // Checked under the lock `invalidate()` unlinks under: either it finds this timer
-      // linked, or this sees the flag cleared.
-      return try scheduler.state.withLock { state throws(RunLoopError) -> Bool in
-        guard isValid else { throw invalid() }
-        return try add(&state)
-      }
-    }
-    return try withStripe { () throws(RunLoopError) -> Bool in
-      guard isValid else { throw invalid() }
-      try check(attach(scheduler))
-      return try scheduler.state.withLock { state throws(RunLoopError) -> Bool in
-        try add(&state)
-      }
-    }
+  }
+
+  private func invalidError() -> RunLoopError {
+    .invalidated("timer '\(name)' is invalid; create a new timer instead")
+  }
+
+  private func exitedError(_ loop: EventRunLoop) -> RunLoopError {
+    .loopThreadExited("\(loop)'s thread has exited; timer '\(name)' would never fire")
+  }
+
+  /// Why the timer cannot join `loop`: it is attached to another scheduler.
+  private func foreignLoopError(_ loop: EventRunLoop) -> RunLoopError {
+    guard isValid else { return invalidError() }
+    guard let owner = attached() else { return invalidError() }
+    // A loop has one scheduler: another one of this loop's id is the scheduler of this
+    // loop before its thread exited.
+    guard owner.loopID != loop.id else { return exitedError(loop) }
+    let other = owner.loop.map { "\($0)" } ?? "a loop that no longer exists"
+    return .alreadyInUse("timer '\(name)' belongs to \(other); it cannot join \(loop)")
   }
 
   /// Changes the fire date and/or the tolerance. Returns `false` when the timer is invalid
