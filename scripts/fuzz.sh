@@ -51,7 +51,8 @@ for line in "${targets[@]}"; do
   fi
   echo "fuzz: building $name"
   # shellcheck disable=SC2086 # the sources are a word list on purpose
-  if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -g "$harness" $sources \
+  if ! swiftc -sanitize=fuzzer,address -parse-as-library -package-name swift_runloop -O -g \
+    "$harness" $sources \
     -o "$out/$name" >"$out/$name.build.log" 2>&1; then
     cat "$out/$name.build.log" >&2
     echo "fuzz: $name does not build" >&2

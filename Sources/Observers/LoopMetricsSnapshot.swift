@@ -44,7 +44,7 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
     /// ```swift
     /// let none = LoopMetricsSnapshot.Latency(count: 0, p50: 0, p99: 0, max: 0)
     /// ```
-    public init(count: UInt64, p50: Int64, p99: Int64, max: Int64) {
+    package init(count: UInt64, p50: Int64, p99: Int64, max: Int64) {
       self.count = count
       self.p50 = p50
       self.p99 = p99
@@ -76,7 +76,7 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
     /// ```swift
     /// let totals = LoopMetricsSnapshot.CalloutTotals(count: 2, totalNanoseconds: 1_500)
     /// ```
-    public init(count: UInt64, totalNanoseconds: Int64) {
+    package init(count: UInt64, totalNanoseconds: Int64) {
       self.count = count
       self.totalNanoseconds = totalNanoseconds
     }
@@ -169,7 +169,7 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
   ///   callouts: [:], timerLateness: .init(count: 0, p50: 0, p99: 0, max: 0),
   ///   signalToPerform: .init(count: 0, p50: 0, p99: 0, max: 0))
   /// ```
-  public init(
+  package init(
     loopID: UInt64, iterations: UInt64, runs: UInt64, asleepNanoseconds: Int64,
     busyNanoseconds: Int64, callouts: [String: CalloutTotals], timerLateness: Latency,
     signalToPerform: Latency,

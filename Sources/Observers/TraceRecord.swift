@@ -183,7 +183,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   ///   run: "r1", seq: 1, record: .activity, timestamp: 10, wallTime: 0, pid: 1, tid: 1,
   ///   thread: "main", loop: 1, mode: "default", iteration: 0, depth: 1, activity: "entry")
   /// ```
-  public init(
+  package init(
     version: Int = TraceRecord.schemaVersion, run: String, seq: UInt64, record: Kind,
     timestamp: Int64, wallTime: Int64, pid: Int32, tid: Int32, thread: String, loop: UInt64,
     mode: String, iteration: UInt64, depth: Int, activity: String? = nil,

@@ -79,7 +79,7 @@ public enum TraceTimeline {
     /// ```swift
     /// let span = TraceTimeline.Span(tid: 7, state: .sleeping, start: 0, end: 1_000, label: "")
     /// ```
-    public init(
+    package init(
       tid: Int32, state: State, start: Int64, end: Int64, label: String, mode: String = "",
       depth: Int = 1
     ) {
