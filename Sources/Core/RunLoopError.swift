@@ -136,30 +136,33 @@ public struct RunLoopError: Error, Hashable, Sendable, CustomStringConvertible {
   /// `code: message`.
   ///
   /// ```swift
-  /// "\(RunLoopError.timedOut("no reply"))"  // "timedOut: no reply"
+  /// "\(RunLoopError(code: .timedOut, message: "no reply"))"  // "timedOut: no reply"
   /// ```
   public var description: String { "\(code): \(message)" }
 
   /// Errors are equal when their codes are.
   ///
   /// ```swift
-  /// RunLoopError.timedOut("a") == RunLoopError.timedOut("b")  // true: same code
+  /// RunLoopError(code: .timedOut, message: "a") == RunLoopError(code: .timedOut, message: "b")
   /// ```
   public static func == (lhs: RunLoopError, rhs: RunLoopError) -> Bool { lhs.code == rhs.code }
 
   /// Hashes the code only, to agree with `==`.
   ///
   /// ```swift
-  /// let seen: Set<RunLoopError> = [.timedOut("a"), .timedOut("b")]  // one element
+  /// let seen: Set = [error, RunLoopError(code: error.code, message: "again")]  // one element
   /// ```
   public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+  // The factories below are what the package's modules throw with: a user matches on
+  // `code` and makes an error of a code of its own with `init(code:message:systemError:)`.
 
   /// A run method was called from a thread that does not own the loop.
   ///
   /// ```swift
   /// guard loop.isCurrent else { throw RunLoopError.notOwningThread("not the loop's thread") }
   /// ```
-  public static func notOwningThread(_ message: String) -> RunLoopError {
+  package static func notOwningThread(_ message: String) -> RunLoopError {
     RunLoopError(code: .notOwningThread, message: message)
   }
 
@@ -168,7 +171,7 @@ public struct RunLoopError: Error, Hashable, Sendable, CustomStringConvertible {
   /// ```swift
   /// guard source.isValid else { throw RunLoopError.invalidated("the source was invalidated") }
   /// ```
-  public static func invalidated(_ message: String) -> RunLoopError {
+  package static func invalidated(_ message: String) -> RunLoopError {
     RunLoopError(code: .invalidated, message: message)
   }
 
@@ -177,7 +180,7 @@ public struct RunLoopError: Error, Hashable, Sendable, CustomStringConvertible {
   /// ```swift
   /// guard interval > .zero else { throw RunLoopError.invalidArgument("interval <= 0") }
   /// ```
-  public static func invalidArgument(_ message: String) -> RunLoopError {
+  package static func invalidArgument(_ message: String) -> RunLoopError {
     RunLoopError(code: .invalidArgument, message: message)
   }
 
@@ -186,7 +189,7 @@ public struct RunLoopError: Error, Hashable, Sendable, CustomStringConvertible {
   /// ```swift
   /// guard !loop.threadHasExited else { throw RunLoopError.loopThreadExited("worker gone") }
   /// ```
-  public static func loopThreadExited(_ message: String) -> RunLoopError {
+  package static func loopThreadExited(_ message: String) -> RunLoopError {
     RunLoopError(code: .loopThreadExited, message: message)
   }
 
@@ -195,7 +198,7 @@ public struct RunLoopError: Error, Hashable, Sendable, CustomStringConvertible {
   /// ```swift
   /// if epoll_create1(0) < 0 { throw RunLoopError.systemCall("epoll_create1", errno: errno) }
   /// ```
-  public static func systemCall(_ name: String, errno code: Int32) -> RunLoopError {
+  package static func systemCall(_ name: String, errno code: Int32) -> RunLoopError {
     let reason = String(cString: strerror(code))
     return RunLoopError(
       code: .systemCallFailed, message: "\(name) failed: \(reason) (errno \(code))",
@@ -207,7 +210,7 @@ public struct RunLoopError: Error, Hashable, Sendable, CustomStringConvertible {
   /// ```swift
   /// throw RunLoopError.timedOut("no reply within \(timeout)")
   /// ```
-  public static func timedOut(_ message: String) -> RunLoopError {
+  package static func timedOut(_ message: String) -> RunLoopError {
     RunLoopError(code: .timedOut, message: message)
   }
 
@@ -216,7 +219,7 @@ public struct RunLoopError: Error, Hashable, Sendable, CustomStringConvertible {
   /// ```swift
   /// throw RunLoopError.cancelled("request '\(request.name)' was cancelled")
   /// ```
-  public static func cancelled(_ message: String) -> RunLoopError {
+  package static func cancelled(_ message: String) -> RunLoopError {
     RunLoopError(code: .cancelled, message: message)
   }
 
@@ -225,7 +228,7 @@ public struct RunLoopError: Error, Hashable, Sendable, CustomStringConvertible {
   /// ```swift
   /// throw RunLoopError.alreadyInUse("descriptor \(fd) is already watched")
   /// ```
-  public static func alreadyInUse(_ message: String) -> RunLoopError {
+  package static func alreadyInUse(_ message: String) -> RunLoopError {
     RunLoopError(code: .alreadyInUse, message: message)
   }
 
@@ -234,7 +237,7 @@ public struct RunLoopError: Error, Hashable, Sendable, CustomStringConvertible {
   /// ```swift
   /// throw RunLoopError.invalidState("thread '\(name)' was already started")
   /// ```
-  public static func invalidState(_ message: String) -> RunLoopError {
+  package static func invalidState(_ message: String) -> RunLoopError {
     RunLoopError(code: .invalidState, message: message)
   }
 }
