@@ -33,7 +33,7 @@ public struct RunLoopError: Error, Hashable, Sendable, CustomStringConvertible {
   /// ```
   public let systemError: Int32?
 
-  /// Creates an error. Prefer the factories (``notOwningThread(_:)`` and friends).
+  /// Creates an error of any ``Code``, including a code of your own (``Code/init(_:)``).
   ///
   /// ```swift
   /// let error = RunLoopError(code: .invalidArgument, message: "interval must be positive")
