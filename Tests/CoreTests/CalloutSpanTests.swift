@@ -1,0 +1,126 @@
+import CRunLoopLinux
+import Glibc
+import RunLoopCore
+import Testing
+
+/// Keeps every call-out record a loop reports, in order.
+final class CalloutLog: RunLoopInstrument, Sendable {
+  let interests: InstrumentInterests = .callouts
+  private let recorded = GuardedState<[CalloutRecord]>([])
+  var records: [CalloutRecord] { recorded.withLock { $0 } }
+
+  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
+    recorded.withLock { $0.append(callout) }
+  }
+}
+
+@Suite("Call-out spans and causes")
+struct CalloutSpanTests {
+  @Test func tracedCalloutsGetDistinctNonZeroSpansReadableOnTheirThreadWhileTheyRun() throws {
+    let (records, seen, outside) = try onNewThread { loop -> ([CalloutRecord], [UInt64], UInt64) in
+      let log = CalloutLog()
+      loop.addInstrument(log)
+      defer { loop.removeInstrument(log) }
+      let seen = GuardedState<[UInt64]>([])
+      for index in 0..<3 {
+        loop.perform(name: "p\(index)") {
+          seen.withLock { $0.append(EventRunLoop.currentCalloutSpan) }
+        }
+      }
+      try loop.run(mode: .default, timeout: .zero)
+      return (log.records, seen.withLock { $0 }, EventRunLoop.currentCalloutSpan)
+    }
+    #expect(records.map(\.name) == ["p0", "p1", "p2"])
+    #expect(records.map(\.span) == seen)
+    #expect(!seen.contains(0))
+    #expect(Set(seen).count == 3)
+    #expect(outside == 0)
+  }
+
+  @Test func aCalloutOfANestedRunRestoresTheOuterCalloutsSpanWhenItReturns() throws {
+    let (records, outerBefore, inner, outerAfter) = try onNewThread {
+      loop -> ([CalloutRecord], UInt64, UInt64, UInt64) in
+      let log = CalloutLog()
+      loop.addInstrument(log)
+      defer { loop.removeInstrument(log) }
+      let spans = GuardedState<[UInt64]>([])
+      loop.perform(name: "outer") {
+        spans.withLock { $0.append(EventRunLoop.currentCalloutSpan) }
+        loop.perform(inModes: [LoopMode("nested")], name: "inner") {
+          spans.withLock { $0.append(EventRunLoop.currentCalloutSpan) }
+        }
+        _ = try? loop.run(mode: LoopMode("nested"), timeout: .zero)
+        spans.withLock { $0.append(EventRunLoop.currentCalloutSpan) }
+      }
+      try loop.run(mode: .default, timeout: .zero)
+      let seen = spans.withLock { $0 }
+      return (log.records, seen[0], seen[1], seen[2])
+    }
+    #expect(records.map(\.name) == ["inner", "outer"])
+    #expect(inner == records[0].span)
+    #expect(outerBefore == records[1].span)
+    #expect(outerAfter == outerBefore)
+    #expect(inner != outerBefore)
+  }
+
+  @Test func aCauseCapturedInsideACalloutNamesItsSpanLoopAndThread() throws {
+    let (cause, span, loopID, tid) = try onNewThread {
+      loop -> (CalloutCause?, UInt64, UInt64, pid_t) in
+      let log = CalloutLog()
+      loop.addInstrument(log)
+      defer { loop.removeInstrument(log) }
+      let captured = GuardedState<CalloutCause?>(nil)
+      loop.perform(name: "maker") { captured.withLock { $0 = CalloutCause.capture() } }
+      try loop.run(mode: .default, timeout: .zero)
+      return (captured.withLock { $0 }, log.records[0].span, loop.id, crl_current_tid())
+    }
+    #expect(cause == CalloutCause(span: span, threadID: tid, loopID: loopID))
+  }
+
+  @Test func aCauseCapturedOnAPlainThreadHasNoLoopAndSpanZero() throws {
+    let captured = GuardedState<(CalloutCause, pid_t)?>(nil)
+    var thread = pthread_t()
+    let box = Unmanaged.passRetained(captured).toOpaque()
+    #expect(
+      pthread_create(
+        &thread, nil,
+        { argument in
+          let captured = Unmanaged<GuardedState<(CalloutCause, pid_t)?>>.fromOpaque(argument!)
+            .takeRetainedValue()
+          captured.withLock { $0 = (CalloutCause.capture(), crl_current_tid()) }
+          return nil
+        }, box) == 0)
+    pthread_join(thread, nil)
+    let (cause, tid) = try #require(captured.withLock { $0 })
+    #expect(cause == CalloutCause(span: 0, threadID: tid, loopID: nil))
+    #expect(tid != getpid())
+  }
+
+  @Test func aCalloutRunsInTheTraceItsCauseCameWithAndReportsTheCause() throws {
+    let cause = CalloutCause(
+      span: 0x1234, threadID: 77, loopID: nil, processID: 4242,
+      traceID: (high: 0xaaaa, low: 0xbbbb))
+    let (records, trace, after) = try onNewThread {
+      loop -> ([CalloutRecord], [UInt64], (high: UInt64, low: UInt64)?) in
+      let log = CalloutLog()
+      loop.addInstrument(log)
+      defer { loop.removeInstrument(log) }
+      let trace = loop.callOut(.port, name: "message", cause: cause) {
+        EventRunLoop.currentTraceID.map { [$0.high, $0.low] } ?? []
+      }
+      return (log.records, trace, EventRunLoop.currentTraceID)
+    }
+    #expect(records.count == 1)
+    #expect(records.first?.cause == cause)
+    #expect(records.first?.span != 0)
+    #expect(trace == [0xaaaa, 0xbbbb])
+    #expect(after == nil)
+  }
+
+  @Test func spansPrintAsSixteenHexDigitsAndParseBack() {
+    #expect(UInt64(0x2a).spanHex == "000000000000002a")
+    #expect(UInt64(spanHex: "000000000000002a") == 0x2a)
+    #expect(UInt64(spanHex: "2a") == nil)
+    #expect(UInt64.max.spanHex == "ffffffffffffffff")
+  }
+}
