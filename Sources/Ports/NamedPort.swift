@@ -50,7 +50,7 @@ public final class NamedPort: Sendable {
   public let trustedUIDs: Set<uid_t>
   /// The frame version sent: 2 (with the sending call-out's trace context) by default, or 1
   /// to talk to a server older than trace contexts, which refuses version 2 (the call throws
-  /// ``/RunLoopCore/RunLoopError/Code/unsupportedFrameVersion``). A server answers in the
+  /// ``RunLoopCore/RunLoopError/Code/unsupportedFrameVersion``). A server answers in the
   /// version it was asked in.
   ///
   /// ```swift
