@@ -6,7 +6,7 @@ import RunLoopObservers
 /// A trace sink that gives each run loop its own ``JournalSink`` (one queue and writer
 /// thread per loop), so the summary can say how many journald records each loop lost. The
 /// sinks are made on a loop's first record; every entry carries the same identifier.
-final class PerLoopJournal: TraceSink, @unchecked Sendable {
+final class PerLoopJournal: TraceSink, Sendable {
   let identifier: String
   let destination: JournalSink.Destination
   // Guarded by its own lock: the sink of each loop id, and whether close() ran.
@@ -84,6 +84,8 @@ final class PerLoopJournal: TraceSink, @unchecked Sendable {
     defer { Glibc.close(descriptor) }
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
+    // `sun_path` is a C array (a tuple in Swift), and `connect(2)` takes a `sockaddr`
+    // pointer: both are reached through raw pointers for the length of the calls.
     withUnsafeMutableBytes(of: &address.sun_path) { buffer in
       for (index, byte) in socketPath.utf8.enumerated() { buffer[index] = byte }
     }
