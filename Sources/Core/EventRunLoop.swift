@@ -54,6 +54,8 @@ public final class EventRunLoop: @unchecked Sendable {
   let published: PublishedState
   // The wake-up protocol: whether a wake-up is outstanding, or the loop is polling.
   let wakeState: WakeState
+  /// The custom sources signalled for this loop and not yet performed (step 4 reads them).
+  let signalInbox = SignalInbox()
   // Changes whenever the loop's own instruments change.
   let instrumentsVersion = Atomic<UInt64>(0)
   // The longest a sleep may poll before blocking, in nanoseconds (see `spinLimit`).
@@ -241,6 +243,7 @@ public final class EventRunLoop: @unchecked Sendable {
     var watches: [DescriptorWatch] = []
     var abandoned = RequestList()
     var sources: [(CustomInputSource, LoopMode)] = []
+    var signalled: [CustomInputSource] = []
     var waiting: [DispatchSemaphore] = []
     var executors: [LoopExecutor] = []
     let strandedJobs = state.withLock { state -> Int in
@@ -268,6 +271,7 @@ public final class EventRunLoop: @unchecked Sendable {
           sources += concrete.map { (source, $0) }
         }
       }
+      signalled = signalInbox.removeAll()
       watches = Array(state.watchesByToken.values)
       for watch in watches {
         for mode in state.watches.modes(of: watch) { state.watches.remove(watch, from: mode) }
@@ -278,6 +282,7 @@ public final class EventRunLoop: @unchecked Sendable {
     }
     instrumentsVersion.wrappingAdd(1, ordering: .releasing)
     local.instruments = InstrumentCache()
+    local.signalsCheckedFor = nil
     dropPassSnapshot()
     while let request = abandoned.popFirst() { request.abandon() }
     for waiter in waiting { waiter.signal() }
@@ -291,6 +296,7 @@ public final class EventRunLoop: @unchecked Sendable {
     deadlineSources.removeAll()
     instruments.removeAll()
     watches.removeAll()
+    signalled.removeAll()
   }
 
 }
