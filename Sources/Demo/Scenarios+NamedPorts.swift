@@ -86,7 +86,8 @@ extension Scenarios {
       let clientLog = clientLogPath(besides: serverLog)
       child.arguments! += ["--json-log", clientLog]
       narration.say("The client traces to \(clientLog); draw both logs as one picture with")
-      narration.say("  runloop-demo trace export \(serverLog) \(clientLog) -o named-ports.trace.json")
+      narration.say(
+        "  runloop-demo trace export \(serverLog) \(clientLog) -o named-ports.trace.json")
     }
     var childEnvironment = environment
     childEnvironment[namedPortClientVariable] = "demo.main"
