@@ -13,7 +13,7 @@ struct _ChromeFlows {
   /// A call-out as the logs name it: its process and its span.
   private struct Slice: Hashable {
     var pid: Int32
-    var span: UInt64
+    var span: String
   }
 
   /// Where an effect's slice starts, and whether its cause was found.
@@ -25,6 +25,9 @@ struct _ChromeFlows {
     var found = false
   }
 
+  // A cause made outside any call-out: there is no slice to start an arrow at.
+  private static let noSpan = "0000000000000000"
+
   private var effects: [Effect] = []
   // The effects (indices into `effects`) of each causing call-out.
   private var effectsOfCause: [Slice: [Int]] = [:]
@@ -34,14 +37,14 @@ struct _ChromeFlows {
 
   /// First pass: notes `record` if it is a call-out with a cause.
   mutating func index(_ record: TraceRecord) {
-    guard record.record == .callout, let causeSpan = record.causeSpan, causeSpan != 0 else {
-      return
-    }
-    let cause = Slice(pid: record.causePID ?? record.pid, span: causeSpan)
+    guard record.record == .callout, let causeSpan = record.causeSpan,
+      causeSpan != Self.noSpan
+    else { return }
+    let cause = Slice(pid: record.causePid ?? record.pid, span: causeSpan)
     effectsOfCause[cause, default: []].append(effects.count)
     effects.append(
       Effect(
-        pid: record.pid, tid: record.tid, timestamp: record.timestamp, trace: record.traceID))
+        pid: record.pid, tid: record.tid, timestamp: record.timestamp, trace: record.trace))
   }
 
   /// Second pass: when `record` is a call-out that caused effects, starts a flow (`s`) at

@@ -1,7 +1,7 @@
 // TEMPORARY until cause15's schema-v3 fields land in TraceRecord: the names the export uses.
 extension TraceRecord {
-  var span: UInt64? { nil }
-  var causeSpan: UInt64? { nil }
-  var causePID: Int32? { nil }
-  var traceID: String? { nil }
+  var span: String? { nil }
+  var causeSpan: String? { nil }
+  var causePid: Int32? { nil }
+  var trace: String? { nil }
 }
