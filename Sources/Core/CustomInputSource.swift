@@ -23,7 +23,7 @@ import Synchronization
 /// ```
 ///
 /// All methods are safe to call from any thread.
-public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
+public final class CustomInputSource: ModeScheduledItem, Sendable {
   /// The source's name in traces.
   ///
   /// ```swift

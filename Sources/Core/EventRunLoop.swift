@@ -24,6 +24,9 @@ import Synchronization
 /// ``stop()``, ``wakeUp()``, ``perform(inModes:name:_:)->PerformRequest``) is safe from any thread, as the
 /// guide's "Thread Safety and Run Loop Objects" describes for CoreFoundation.
 public final class EventRunLoop: @unchecked Sendable {
+  // Unchecked: `local` is a `var` the compiler cannot prove is touched by one thread; only
+  // the loop's thread touches it (`assertOnLoopThread()`). Everything else is a `let` of a
+  // Sendable type, a `GuardedState` or an atomic.
   /// A number that identifies the loop in traces, unique in the process.
   ///
   /// ```swift
@@ -90,6 +93,8 @@ public final class EventRunLoop: @unchecked Sendable {
   public static var current: EventRunLoop {
     let tid = crl_current_tid()
     if tid == getpid() { return main }
+    // The slot holds one retained reference (taken below, given back by the key's destructor
+    // at thread exit); reading it borrows that reference without retaining again.
     if let stored = pthread_getspecific(currentLoopKey) {
       return Unmanaged<EventRunLoop>.fromOpaque(stored).takeUnretainedValue()
     }
@@ -121,6 +126,7 @@ public final class EventRunLoop: @unchecked Sendable {
   /// ```
   public var isCurrent: Bool {
     if isMain { return crl_current_tid() == threadID }
+    // An identity comparison of the thread's slot with this loop's address: no reference taken.
     return pthread_getspecific(currentLoopKey) == Unmanaged.passUnretained(self).toOpaque()
   }
 
@@ -323,6 +329,7 @@ let currentLoopKey: pthread_key_t = {
   var key = pthread_key_t()
   let status = pthread_key_create(&key) { pointer in
     guard let pointer else { return }
+    // Takes back the reference `current` stored, so the loop is released after this.
     let loop = Unmanaged<EventRunLoop>.fromOpaque(pointer).takeRetainedValue()
     loop.threadDidExit()
   }

@@ -21,6 +21,8 @@ import Synchronization
 /// - once, inside the first heartbeat's call-out, the critical section: a nested run in mode
 ///   "critical".
 final class DemoService: @unchecked Sendable {
+  // Unchecked: its `var`s are set in `run()` on the main thread before any other thread
+  // sees the service; what the threads share is behind `state` or in atomics.
   struct Options: Sendable {
     var workers: Int
     var duration: Duration?

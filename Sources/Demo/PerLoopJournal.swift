@@ -10,7 +10,7 @@ import RunLoopObservers
 /// A loop whose sink could not be made loses its records to journald: they are counted
 /// (``droppedOrFailed``, ``drops(ofLoop:)``) and the first error is kept (``sinkError``),
 /// so the summary says so instead of reporting a journal that got everything.
-final class PerLoopJournal: TraceSink, @unchecked Sendable {
+final class PerLoopJournal: TraceSink, Sendable {
   /// Makes one loop's sink.
   typealias SinkMaker =
     @Sendable (String, JournalSink.Destination) throws(RunLoopError) -> JournalSink
@@ -138,6 +138,8 @@ final class PerLoopJournal: TraceSink, @unchecked Sendable {
     defer { Glibc.close(descriptor) }
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
+    // `sun_path` is a C array (a tuple in Swift), and `connect(2)` takes a `sockaddr`
+    // pointer: both are reached through raw pointers for the length of the calls.
     withUnsafeMutableBytes(of: &address.sun_path) { buffer in
       for (index, byte) in socketPath.utf8.enumerated() { buffer[index] = byte }
     }
