@@ -94,11 +94,16 @@ final class _PerformWaiter<Value: Sendable>: Sendable {
 
   /// Resumes the task with `result`, unless it was resumed already.
   func finish(_ result: Result<Value, any Error>) {
-    let continuation = state.withLock { state in
+    // Resumed under the lock: when the loop runs the request before the continuation's
+    // closure has returned, the task goes on without suspending, ordered after the resume
+    // only by the concurrency runtime's own atomics, which ThreadSanitizer cannot see; the
+    // closure's `attach` takes this lock after it, which it can. Nothing else is locked
+    // here, and no loop lock is held when a waiter's lock is taken, so enqueueing the task
+    // (on a loop executor: that loop's lock) under it cannot deadlock.
+    state.withLock { state in
       state.request = nil
-      return state.continuation.take()
+      state.continuation.take()?.resume(with: result)
     }
-    continuation?.resume(with: result)
   }
 
   /// The request let go of its closure without running it.
