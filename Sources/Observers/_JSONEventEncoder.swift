@@ -120,6 +120,34 @@ final class _QuotedTable {
     return UnsafeBufferPointer(quoted[Int(id)])
   }
 
+  /// The span keys of a call-out, as `TraceRecord.setSpan(_:cause:)` fills them.
+  private static func writeSpan(_ event: _TraceEvent, to line: inout _LineCursor) {
+    if event.span != 0 {
+      line.write(#","span":""#)
+      line.writeHex16(event.span)
+      line.write(#"""#)
+    }
+    guard let cause = event.cause else { return }
+    line.write(#","cause_span":""#)
+    line.writeHex16(cause.span)
+    line.write(#"","cause_tid":"#)
+    line.writeDecimal(Int64(cause.threadID))
+    if let loop = cause.loopID {
+      line.write(#","cause_loop":"#)
+      line.writeDecimal(loop)
+    }
+    if let pid = cause.processID {
+      line.write(#","cause_pid":"#)
+      line.writeDecimal(Int64(pid))
+    }
+    if let trace = cause.traceID {
+      line.write(#","trace":""#)
+      line.writeHex16(trace.high)
+      line.writeHex16(trace.low)
+      line.write(#"""#)
+    }
+  }
+
   func encode(_ event: _TraceEvent, to buffer: _LineBuffer) {
     let thread = fragment(event.thread)
     let mode = fragment(event.mode)
@@ -141,7 +169,7 @@ final class _QuotedTable {
     // Room for the rest: the keys, at most 20 bytes per number.
     let room =
       head.count + pid.count + thread.count + mode.count + (kind?.count ?? 0)
-      + (name?.count ?? 0) + (activity?.count ?? 0) + 512
+      + (name?.count ?? 0) + (activity?.count ?? 0) + 768
     buffer.withCursor(reserving: room) { line in
       line.write(head)
       line.writeDecimal(event.seq)
@@ -188,6 +216,7 @@ final class _QuotedTable {
           line.write(#","lateness_ns":"#)
           line.writeDecimal(event.lateness)
         }
+        if event.kind == .callout { Self.writeSpan(event, to: &line) }
       case .sleep:
         line.write(#","duration_ns":"#)
         line.writeDecimal(event.duration)

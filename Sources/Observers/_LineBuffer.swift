@@ -131,7 +131,7 @@ final class _LineBuffer {
     }
   }
 
-  private static func hexDigit(_ value: UInt8) -> UInt8 {
+  static func hexDigit(_ value: UInt8) -> UInt8 {
     value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
   }
 
@@ -184,6 +184,16 @@ struct _LineCursor {
       rest /= 10
     }
     pointer += digits
+  }
+
+  /// A 64-bit id as 16 lowercase hex digits, zero-padded (a span, half a trace id).
+  mutating func writeHex16(_ value: UInt64) {
+    var shift: UInt64 = 60
+    for _ in 0..<16 {
+      pointer.pointee = _LineBuffer.hexDigit(UInt8(truncatingIfNeeded: value >> shift) & 0xF)
+      pointer += 1
+      shift &-= 4
+    }
   }
 
   /// A signed integer in decimal (at most 20 bytes).

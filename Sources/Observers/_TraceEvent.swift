@@ -21,6 +21,9 @@ package struct _TraceEvent: Sendable {
   /// The call-out's due time, when `hasDue`.
   package var dueAt: Int64
   package var loop: UInt64
+  /// The call-out's span (0 for other records) and cause.
+  package var span: UInt64
+  package var cause: CalloutCause?
   package var iteration: UInt64
   package var depth: Int
   package var tid: Int32
@@ -49,6 +52,8 @@ package struct _TraceEvent: Sendable {
     self.dueAt = 0
     self.hasDue = false
     self.loop = loop
+    self.span = 0
+    self.cause = nil
     self.iteration = iteration
     self.depth = depth
     self.tid = tid

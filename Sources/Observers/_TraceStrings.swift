@@ -274,6 +274,7 @@ package final class _TraceStrings: Sendable {
           record.dueAt = event.dueAt
           record.lateness = event.lateness
         }
+        record.setSpan(event.span, cause: event.cause)
       case .sleep:
         record.duration = event.duration
       case .stall, .recovery:

@@ -383,6 +383,12 @@ final class _JournalEmitter: @unchecked Sendable {
         "\(place): \(record.calloutKind ?? "?") '\(record.calloutName ?? "")' ran "
         + milliseconds(record.duration ?? 0)
       if let lateness = record.lateness { text += ", \(milliseconds(lateness)) after due" }
+      if let causeSpan = record.causeSpan {
+        let origin = record.causePid.map { "process \($0) " } ?? ""
+        text +=
+          ", caused by \(origin)thread \(record.causeTid ?? 0)"
+          + (record.causeLoop.map { " loop \($0)" } ?? "") + " span \(causeSpan)"
+      }
       return text
     case .sleep:
       return "\(place): slept \(milliseconds(record.duration ?? 0))"
