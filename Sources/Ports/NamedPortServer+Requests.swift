@@ -33,8 +33,13 @@ extension NamedPortServer {
   /// ```
   ///
   /// - Parameters:
+  ///   - name: the name to register.
+  ///   - registry: where to register; the per-user default when `nil`.
+  ///   - loop: the loop that serves the connections.
+  ///   - mode: the mode it serves them in.
   ///   - capacity: the most messages waiting for the consumer, at least 1.
-  ///   - maxMessageSize, allowedUIDs: as for ``init(name:registry:maxMessageSize:allowedUIDs:maxConnections:idleTimeout:frameTimeout:maxBufferedBytes:handler:)``.
+  ///   - maxMessageSize: as for the server's initializer (``maxMessageSize``).
+  ///   - allowedUIDs: as for the server's initializer (``allowedUIDs``).
   /// - Throws: what that initializer and ``add(to:mode:)`` throw;
   ///   ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a capacity below 1.
   public static func requests(

@@ -1,6 +1,7 @@
 import RunLoopCore
 
-/// The failures a client of a requests-sequence server can get (in ``NamedPort/request(msgid:data:sendTimeout:receiveTimeout:)``).
+/// The failures a client of a requests-sequence server can get (from either of
+/// `NamedPort.request(msgid:data:sendTimeout:receiveTimeout:)`, blocking or async).
 extension RunLoopError.Code {
   /// The server's sequence buffer was full: its consumer falls behind. Nothing was handled;
   /// the request may be sent again.
