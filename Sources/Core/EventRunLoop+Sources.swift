@@ -43,7 +43,7 @@ extension EventRunLoop {
       source.didUnschedule(from: self, mode: mode)
       let left = Self.concreteModes(
         mode, of: source, in: state.sources, commonModes: state.commonModes)
-      return (left, !state.frames.isEmpty)
+      return (left, runs.depth > 0)
     }
     guard let (left, running) = removal else { return }
     // A running loop keeps its mode's sources in its pass snapshot until its next pass; a
