@@ -2,7 +2,7 @@
 // stream (Sources/Ports/_Frame.swift, _FrameReader.swift), compiled together with them by
 // scripts/fuzz.sh.
 //
-// Any byte string must parse to one of the four outcomes without trapping; a frame must
+// Any byte string must parse to one of the five outcomes without trapping; a frame must
 // re-encode to exactly the bytes it used; and the reader fed the same bytes in pieces
 // (sizes taken from the input) must give the same frames and the same verdict, holding no
 // more than one unfinished frame between reads.
@@ -25,6 +25,7 @@ enum StreamEnd: Equatable {
   case needMore
   case malformed
   case tooLarge(Int)
+  case unsupportedVersion(UInt8)
 }
 
 func parseWhole(_ bytes: [UInt8], maxPayload: Int) -> (frames: [_Frame], end: StreamEnd) {
@@ -33,7 +34,7 @@ func parseWhole(_ bytes: [UInt8], maxPayload: Int) -> (frames: [_Frame], end: St
   while true {
     switch _Frame.parse(bytes, from: start, maxPayload: maxPayload) {
     case .frame(let frame, let consumed):
-      precondition(consumed == _Frame.headerSize + frame.payload.count)
+      precondition(consumed == frame.size)
       precondition(start + consumed <= bytes.count)
       precondition(frame.payload.count <= maxPayload)
       precondition(frame.encoded() == Array(bytes[start..<start + consumed]))
@@ -44,6 +45,9 @@ func parseWhole(_ bytes: [UInt8], maxPayload: Int) -> (frames: [_Frame], end: St
     case .tooLarge(let length):
       precondition(length > maxPayload)
       return (frames, .tooLarge(length))
+    case .unsupportedVersion(let version):
+      precondition(version > _Frame.version)
+      return (frames, .unsupportedVersion(version))
     }
   }
 }
@@ -65,11 +69,12 @@ func readInPieces(_ bytes: [UInt8], maxPayload: Int) -> (frames: [_Frame], end: 
       case .needMore: break taking
       case .malformed: return (frames, .malformed)
       case .tooLarge(let length): return (frames, .tooLarge(length))
+      case .unsupportedVersion(let version): return (frames, .unsupportedVersion(version))
       }
     }
     reader.dropTaken()
     // Between reads it holds only the start of one unfinished frame.
-    precondition(reader.count < _Frame.headerSize + maxPayload)
+    precondition(reader.count < _Frame.tracedHeaderSize + maxPayload)
   }
   return (frames, .needMore)
 }

@@ -3,6 +3,8 @@
 #define _GNU_SOURCE 1
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 
 #include "CRunLoopLinux.h"
@@ -16,10 +18,48 @@ pid_t crl_current_tid(void) {
   return crl_tid_cache;
 }
 
-static void crl_reset_tid_cache(void) { crl_tid_cache = 0; }
+static __thread crl_callout_context crl_context;
+
+crl_callout_context *crl_current_callout_context(void) { return &crl_context; }
+
+// Spans: a thread takes a block of this many ids at a time from the process-wide counter.
+#define CRL_SPAN_BLOCK 4096
+static _Atomic uint64_t crl_span_counter;
+static __thread uint64_t crl_span_next, crl_span_end;
+
+// A random start (the low 32 bits clear, so ids count up readably from there).
+static void crl_seed_spans(void) {
+  uint32_t seed = 0;
+  if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != sizeof seed) {
+    seed = (uint32_t)getpid() * 2654435761u;
+  }
+  if (seed == 0) seed = 1;
+  atomic_store_explicit(&crl_span_counter, (uint64_t)seed << 32, memory_order_relaxed);
+}
+
+uint64_t crl_next_span(void) {
+  if (crl_span_next == crl_span_end) {
+    crl_span_next =
+        atomic_fetch_add_explicit(&crl_span_counter, CRL_SPAN_BLOCK, memory_order_relaxed);
+    crl_span_end = crl_span_next + CRL_SPAN_BLOCK;
+  }
+  uint64_t span = crl_span_next++;
+  // 0 means "no span"; the counter passes it only after wrapping around 2^64.
+  return span != 0 ? span : crl_next_span();
+}
+
+// A forked child is another process: new thread id, new spans (the parent's blocks must
+// not be handed out twice), no call-out in progress.
+static void crl_reset_in_child(void) {
+  crl_tid_cache = 0;
+  crl_seed_spans();
+  crl_span_next = crl_span_end = 0;
+  crl_context = (crl_callout_context){0, 0, 0, 0};
+}
 
 __attribute__((constructor)) static void crl_install_fork_handler(void) {
-  pthread_atfork(NULL, NULL, crl_reset_tid_cache);
+  crl_seed_spans();
+  pthread_atfork(NULL, NULL, crl_reset_in_child);
 }
 
 int crl_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {

@@ -35,6 +35,24 @@ public struct CalloutRecord: Sendable, Hashable {
   /// if let due = record.dueAt { print("late by", record.start - due) }
   /// ```
   public let dueAt: ContinuousClock.Instant?
+  /// The call-out's span: an id unique in the process, never 0 for a call-out the loop
+  /// made (0 only in records built by hand without one). What a ``CalloutCause/span``
+  /// points at.
+  ///
+  /// ```swift
+  /// spans[record.span] = record.name
+  /// ```
+  public let span: UInt64
+  /// Where the work came from (the request's queuer, the source's first signaller since it
+  /// last ran, the port message's sender, the job's enqueuer); `nil` for work whose cause
+  /// is time (timers, delayed performs), or that was queued while nothing traced call-outs.
+  ///
+  /// ```swift
+  /// if let cause = record.cause, let parent = spans[cause.span] {
+  ///   print("\(parent) -> \(record.name)")
+  /// }
+  /// ```
+  public let cause: CalloutCause?
 
   /// Creates a record.
   ///
@@ -44,13 +62,16 @@ public struct CalloutRecord: Sendable, Hashable {
   /// ```
   public init(
     kind: CalloutKind, name: String, start: ContinuousClock.Instant,
-    end: ContinuousClock.Instant, dueAt: ContinuousClock.Instant? = nil
+    end: ContinuousClock.Instant, dueAt: ContinuousClock.Instant? = nil, span: UInt64 = 0,
+    cause: CalloutCause? = nil
   ) {
     self.kind = kind
     self.name = name
     self.start = start
     self.end = end
     self.dueAt = dueAt
+    self.span = span
+    self.cause = cause
   }
 
   /// How long the call-out ran.

@@ -50,8 +50,17 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   // The `LoopClock` reading at the latest signal, recorded only while some instrument wants
   // call-outs; 0 when unknown.
   private let signalledAtNanoseconds = Atomic<Int64>(0)
-  // Guarded by its own lock: the (loop, mode) pairs the source is in.
-  private let registrations = GuardedState<[Registration]>([])
+  // Guarded by its own lock: the (loop, mode) pairs the source is in, and who made the
+  // pending signal.
+  private let shared = GuardedState(Shared())
+
+  private struct Shared {
+    var registrations: [Registration] = []
+    // The cause of the first signal since the source last ran, with that signal's stamp (so
+    // a perform never reports the cause of a later signal); recorded only while some
+    // instrument wants call-outs.
+    var cause: (stamp: UInt64, cause: CalloutCause)?
+  }
 
   private struct Registration {
     weak var loop: EventRunLoop?
@@ -100,7 +109,8 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// ```
   public func signal() {
     guard isValid else { return }
-    if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
+    let traced = calloutInstrumentCount.load(ordering: .relaxed) > 0
+    if traced {
       signalledAtNanoseconds.store(LoopClock.now(), ordering: .relaxed)
     } else if signalledAtNanoseconds.load(ordering: .relaxed) != 0 {
       // Unrecorded: an instrument attached before the call-out must not see the time of an
@@ -112,7 +122,15 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     // which keeps the time of the first signal.
     guard signalStamp.load(ordering: .relaxed) == 0 else { return }
     let stamp = signalStamps.wrappingAdd(1, ordering: .relaxed).newValue
-    _ = signalStamp.compareExchange(expected: 0, desired: stamp, ordering: .releasing)
+    guard signalStamp.compareExchange(expected: 0, desired: stamp, ordering: .releasing).exchanged
+    else { return }
+    // The first signal since the source last ran is the one CF orders by: its maker is the
+    // cause of the perform. (Recorded after the stamp: a pass that takes the signal in
+    // between finds no cause for that stamp, rather than another signal's.)
+    if traced {
+      let cause = CalloutCause.capture()
+      shared.withLock { $0.cause = (stamp, cause) }
+    }
   }
 
   /// Signals the source and wakes every loop it is scheduled on, the two calls the guide's
@@ -151,7 +169,7 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   public func invalidate() {
     guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
     signalStamp.store(0, ordering: .releasing)
-    let current = registrations.withLock { $0 }
+    let current = shared.withLock { $0.registrations }
     for registration in current {
       registration.loop?.remove(self, mode: registration.mode)
     }
@@ -174,6 +192,15 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     return signalStamp.exchange(0, ordering: .acquiringAndReleasing) != 0
   }
 
+  /// Who made the signal with `stamp`, if it was recorded; forgets it.
+  func takeCause(ofSignal stamp: UInt64) -> CalloutCause? {
+    shared.withLock { shared in
+      guard let recorded = shared.cause, recorded.stamp == stamp else { return nil }
+      shared.cause = nil
+      return recorded.cause
+    }
+  }
+
   /// When the latest signal happened (a `LoopClock` reading), if it was recorded.
   var signalTime: Int64? {
     let nanoseconds = signalledAtNanoseconds.load(ordering: .relaxed)
@@ -181,21 +208,25 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   }
 
   func didSchedule(on loop: EventRunLoop, mode: LoopMode) {
-    registrations.withLock { $0.append(Registration(loop: loop, loopID: loop.id, mode: mode)) }
+    shared.withLock {
+      $0.registrations.append(Registration(loop: loop, loopID: loop.id, mode: mode))
+    }
   }
 
   func didUnschedule(from loop: EventRunLoop, mode: LoopMode) {
-    registrations.withLock { list in
-      if let index = list.firstIndex(where: { $0.loopID == loop.id && $0.mode == mode }) {
-        list.remove(at: index)
+    shared.withLock { shared in
+      if let index = shared.registrations.firstIndex(where: {
+        $0.loopID == loop.id && $0.mode == mode
+      }) {
+        shared.registrations.remove(at: index)
       }
     }
   }
 
   private func scheduledLoops() -> [EventRunLoop] {
     var seen = Set<UInt64>()
-    return registrations.withLock { list in
-      list.compactMap { registration in
+    return shared.withLock { shared in
+      shared.registrations.compactMap { registration in
         guard let loop = registration.loop, seen.insert(registration.loopID).inserted else {
           return nil
         }

@@ -1,8 +1,9 @@
+import CRunLoopLinux
 import Synchronization
 
 /// How the loop tells instruments what it does, and the one path of every call-out into
 /// user code. With no instrument attached, a notification costs two atomic loads and a
-/// call-out one, with no clock read and no allocation.
+/// call-out one, with no clock read, no span and no allocation.
 extension EventRunLoop {
   /// Attaches an instrument to this loop. Safe from any thread; it hears from the next
   /// activity on.
@@ -64,9 +65,9 @@ extension EventRunLoop {
   }
 
   /// Runs `body` as a call-out into user code: when an instrument wants call-outs, the loop
-  /// times it and reports a ``CalloutRecord``; otherwise it just runs it. Modules that call
-  /// user code on the loop (timers, ports, observers) go through this so that traces see
-  /// them.
+  /// times it, gives it a span (see ``CalloutRecord/span``) and reports a
+  /// ``CalloutRecord``; otherwise it just runs it. Modules that call user code on the loop
+  /// (timers, ports, observers) go through this so that traces see them.
   ///
   /// Call it on the loop's thread; from another thread it just runs `body`.
   ///
@@ -78,30 +79,48 @@ extension EventRunLoop {
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
     guard wantsCallouts() else { return try body() }
-    announceCallout(kind, name: name)
-    let start = LoopClock.now()
-    defer { reportCallout(kind, name: name, from: start, to: LoopClock.now(), dueAt: dueAt) }
-    return try body()
+    return try tracedCallout(kind, name: name, cause: nil, body) { dueAt }
   }
 
   /// ``withCallout(_:name:dueAt:_:)`` for the loop's own call-outs, with `dueAt` a
-  /// ``LoopClock`` reading: the one place every call-out of a pass goes through. Kind, name
-  /// and due time are read only when an instrument wants the call-out, so an untraced one
-  /// costs one atomic load and does not fetch its kind (a global) or its name.
+  /// ``LoopClock`` reading and the `cause` of the work (see ``CalloutCause``): the one
+  /// place every call-out of a pass goes through. Kind, name, due time and cause are read
+  /// only when an instrument wants the call-out, so an untraced one costs one atomic load
+  /// and does not fetch its kind (a global) or its name.
   package func callOut<Result, Failure: Error>(
     _ kind: @autoclosure () -> CalloutKind, name: @autoclosure () -> String,
-    dueAt: @autoclosure () -> Int64? = nil,
+    dueAt: @autoclosure () -> Int64? = nil, cause: @autoclosure () -> CalloutCause? = nil,
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
     guard wantsCallouts() else { return try body() }
-    let kind = kind()
-    let name = name()
+    return try tracedCallout(kind(), name: name(), cause: cause(), body) {
+      dueAt().map(LoopClock.instant(ofNanoseconds:))
+    }
+  }
+
+  /// A call-out an instrument wants: a new span, published in the thread's call-out context
+  /// for its duration (so that whatever it queues can name it as the cause; the outer
+  /// call-out's context is restored after, for call-outs of nested runs), timed and
+  /// reported.
+  private func tracedCallout<Result, Failure: Error>(
+    _ kind: CalloutKind, name: String, cause: CalloutCause?,
+    _ body: () throws(Failure) -> Result, dueAt: () -> ContinuousClock.Instant?
+  ) throws(Failure) -> Result {
+    let context = crl_current_callout_context()!
+    let outer = context.pointee
+    let span = crl_next_span()
+    let trace = cause?.traceID
+    context.pointee = crl_callout_context(
+      span: span, loop: id, trace_high: trace?.high ?? 0, trace_low: trace?.low ?? 0)
     announceCallout(kind, name: name)
     let start = LoopClock.now()
     defer {
+      let end = LoopClock.now()
+      context.pointee = outer
       reportCallout(
-        kind, name: name, from: start, to: LoopClock.now(),
-        dueAt: dueAt().map(LoopClock.instant(ofNanoseconds:)))
+        CalloutRecord(
+          kind: kind, name: name, start: LoopClock.instant(ofNanoseconds: start),
+          end: LoopClock.instant(ofNanoseconds: end), dueAt: dueAt(), span: span, cause: cause))
     }
     return try body()
   }
@@ -124,13 +143,7 @@ extension EventRunLoop {
     }
   }
 
-  private func reportCallout(
-    _ kind: CalloutKind, name: String, from start: Int64, to end: Int64,
-    dueAt: ContinuousClock.Instant?
-  ) {
-    let record = CalloutRecord(
-      kind: kind, name: name, start: LoopClock.instant(ofNanoseconds: start),
-      end: LoopClock.instant(ofNanoseconds: end), dueAt: dueAt)
+  private func reportCallout(_ record: CalloutRecord) {
     let info = passInfo()
     for entry in local.instruments.entries where entry.interests.contains(.callouts) {
       entry.instrument.runLoop(self, didCallOut: record, info)

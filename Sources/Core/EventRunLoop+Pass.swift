@@ -155,9 +155,12 @@ extension EventRunLoop {
     // The snapshot lists sources in ascending order already; only ties need the stamps.
     if batch.count > 1 { batch.sort { ($0.order, $0.stamp) < ($1.order, $1.stamp) } }
     var handled = false
-    for (_, _, source) in batch where source.isValid && source.consumeSignal() {
+    for (_, stamp, source) in batch where source.isValid && source.consumeSignal() {
       handled = true
-      callOut(.source, name: source.name, dueAt: source.signalTime) { source.performHandler() }
+      callOut(
+        .source, name: source.name, dueAt: source.signalTime,
+        cause: source.takeCause(ofSignal: stamp)
+      ) { source.performHandler() }
       if onlyFirst { break }
     }
     batch.removeAll(keepingCapacity: true)
@@ -287,7 +290,9 @@ extension EventRunLoop {
     // Invalidated by an earlier call-out of this pass (or by another thread just now).
     guard watch.isValid else { return }
     let events = DescriptorEvents(epollMask: mask)
-    callOut(watch.calloutKind, name: watch.name) { watch.handler(events) }
+    // A watch without a kind makes its own call-outs, one per message it hands over.
+    guard let kind = watch.calloutKind else { return watch.handler(events) }
+    callOut(kind, name: watch.name) { watch.handler(events) }
   }
 
   /// The watch for `token` if it runs in `mode`; a watch of another mode is held: taken out of

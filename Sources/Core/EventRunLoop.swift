@@ -78,6 +78,7 @@ public final class EventRunLoop: @unchecked Sendable {
     self.poller = poller
     self.wakeState = WakeState(eventDescriptor: poller.wakeDescriptor)
     _ = pollingSlotsResetInForkedChild
+    if isMain { mainLoopID.store(id, ordering: .relaxed) }
   }
 
   /// The calling thread's run loop, created on first use.
@@ -320,7 +321,7 @@ extension EventRunLoop: Hashable, CustomStringConvertible {
 }
 
 // The thread-local slot holding each thread's loop; the destructor runs at thread exit.
-private let currentLoopKey: pthread_key_t = {
+let currentLoopKey: pthread_key_t = {
   var key = pthread_key_t()
   let status = pthread_key_create(&key) { pointer in
     guard let pointer else { return }

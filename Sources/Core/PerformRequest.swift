@@ -77,6 +77,8 @@ public final class PerformRequest: Sendable {
   // of perform requests shows in traces and metrics. Written before the request is queued
   // (under the loop's lock), read by the loop thread after it takes the request out.
   nonisolated(unsafe) var queuedAt: Int64 = 0
+  // Who queued it (see `CalloutCause`), recorded with `queuedAt` and reported with it.
+  nonisolated(unsafe) var cause: CapturedCause?
   // The next request in the `RequestList` this one is in (the loop's queue or a batch);
   // touched only by the list's owner: under the loop's lock, or on its thread.
   nonisolated(unsafe) var next: PerformRequest?
@@ -155,7 +157,8 @@ public final class PerformRequest: Sendable {
     guard transition(from: .pending, to: .running) else { return }
     // Moved out: the request lets go of its closure as it runs it.
     if let body = body.take() {
-      loop.callOut(.block, name: name, dueAt: queuedAt == 0 ? nil : queuedAt, body)
+      loop.callOut(
+        .block, name: name, dueAt: queuedAt == 0 ? nil : queuedAt, cause: cause?.cause, body)
     }
     stateBits.store(State.finished.rawValue, ordering: .releasing)
     done?.signal()

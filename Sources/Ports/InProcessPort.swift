@@ -100,7 +100,10 @@ public final class InProcessPort: @unchecked Sendable {
     self.eventDescriptor = descriptor
     self.handler = handler
     for _ in 0..<capacity { slots.signal() }
-    self.watch = DescriptorWatch(fileDescriptor: descriptor, name: name) { [link] _ in
+    // Without a call-out kind: the port calls out once per message, each with its sender.
+    self.watch = DescriptorWatch(
+      fileDescriptor: descriptor, name: name, order: 0, calloutKind: nil
+    ) { [link] _ in
       link.target?.deliverQueued()
     }
     link.attach(self)
@@ -193,6 +196,10 @@ public final class InProcessPort: @unchecked Sendable {
     var delivered = message
     delivered.sendPort = message.receivePort
     delivered.receivePort = self
+    if let cause = CalloutCause.captureIfTracing() {
+      delivered.sentAt = LoopClock.now()
+      delivered.cause = CapturedCause(cause)
+    }
     let queued = state.withLock { state -> Bool in
       guard state.valid else { return false }
       state.queue.append(delivered)
@@ -331,6 +338,7 @@ public final class InProcessPort: @unchecked Sendable {
   /// and signal of the loop (the soak test saw a signal wait more than 10 s).
   private func deliverQueued() {
     var tookQueue = false
+    var loop: EventRunLoop?
     while true {
       if taken.isEmpty {
         guard !tookQueue else { return }
@@ -341,6 +349,7 @@ public final class InProcessPort: @unchecked Sendable {
           _ = read(eventDescriptor, &count, 8)
           state.notified = false
           swap(&taken, &state.queue)
+          loop = state.owner
           return taken.count
         }
         guard let refilled, refilled > 0 else { return }
@@ -353,7 +362,15 @@ public final class InProcessPort: @unchecked Sendable {
         state.withLock { $0.discarded += left }
         return
       }
-      handler(taken.removeFirst())
+      let message = taken.removeFirst()
+      guard let loop else {
+        handler(message)
+        continue
+      }
+      loop.callOut(
+        .port, name: name, dueAt: message.sentAt == 0 ? nil : message.sentAt,
+        cause: message.cause?.cause
+      ) { handler(message) }
     }
   }
 }

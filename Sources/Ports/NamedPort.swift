@@ -48,6 +48,15 @@ public final class NamedPort: @unchecked Sendable {
   /// let strict = try NamedPort(name: "com.example.main", trustedUIDs: [getuid()])
   /// ```
   public let trustedUIDs: Set<uid_t>
+  /// The frame version sent: 2 (with the sending call-out's trace context) by default, or 1
+  /// to talk to a server older than trace contexts, which refuses version 2 (the call throws
+  /// ``/RunLoopCore/RunLoopError/Code/unsupportedFrameVersion``). A server answers in the
+  /// version it was asked in.
+  ///
+  /// ```swift
+  /// let legacy = try NamedPort(name: "com.example.old", frameVersion: 1)
+  /// ```
+  public let frameVersion: Int
 
   // The connection and request counter; held for a whole exchange, which serializes callers.
   // No user code runs under it.
@@ -65,6 +74,8 @@ public final class NamedPort: @unchecked Sendable {
   ///   - maxMessageSize: the largest payload to send or accept.
   ///   - trustedUIDs: who the server may run as; this user and root when `nil`.
   ///   - connectTimeout: how long connecting may take.
+  ///   - frameVersion: the frame version to send, from 1 to
+  ///     ``NamedPortServer/currentFrameVersion``.
   ///
   /// ```swift
   /// let worker = try NamedPort(name: "com.example.worker-7", connectTimeout: .seconds(1))
@@ -73,13 +84,20 @@ public final class NamedPort: @unchecked Sendable {
   /// - Throws: ``RunLoopCore/RunLoopError/Code/nameNotFound`` when no live server has the name (no
   ///   socket, or a stale one); ``RunLoopCore/RunLoopError/Code/peerRefused`` when the server runs
   ///   as an untrusted user; ``RunLoopCore/RunLoopError/Code/invalidName``;
-  ///   ``/RunLoopCore/RunLoopError/Code/timedOut``.
+  ///   ``/RunLoopCore/RunLoopError/Code/timedOut``; ``/RunLoopCore/RunLoopError/Code/invalidArgument``
+  ///   for an unknown frame version.
   public init(
     name: String, registry: PortNameRegistry? = nil,
     maxMessageSize: Int = NamedPortServer.defaultMaxMessageSize,
-    trustedUIDs: Set<uid_t>? = nil, connectTimeout: Duration = .seconds(1)
+    trustedUIDs: Set<uid_t>? = nil, connectTimeout: Duration = .seconds(1),
+    frameVersion: Int = NamedPortServer.currentFrameVersion
   ) throws(RunLoopError) {
     try PortNameRegistry.validate(name)
+    guard (1...NamedPortServer.currentFrameVersion).contains(frameVersion) else {
+      throw .invalidArgument(
+        "frameVersion must be between 1 and \(NamedPortServer.currentFrameVersion)")
+    }
+    self.frameVersion = frameVersion
     self.name = name
     if let registry {
       self.registry = registry
@@ -89,8 +107,11 @@ public final class NamedPort: @unchecked Sendable {
     self.maxMessageSize = maxMessageSize
     self.trustedUIDs = trustedUIDs ?? [getuid(), 0]
     turn.signal()
-    let descriptor = try connect(timeout: connectTimeout)
-    connection.withLock { $0.descriptor = descriptor }
+    let (descriptor, serverPID) = try connect(timeout: connectTimeout)
+    connection.withLock {
+      $0.descriptor = descriptor
+      $0.serverPID = serverPID
+    }
   }
 
   deinit {
@@ -126,9 +147,11 @@ public final class NamedPort: @unchecked Sendable {
     let deadline = ContinuousClock.now + timeout
     _ = try exchange(waitingUntil: deadline) { state throws(RunLoopError) in
       try self.reconnectingIfIdleClosed(&state, until: deadline) {
-        descriptor throws(RunLoopError) in
+        descriptor, _ throws(RunLoopError) in
         try self.throwPendingFailure(descriptor)
-        let frame = _Frame(kind: .oneWay, msgid: msgid, requestID: 0, payload: data)
+        let frame = _Frame(
+          version: self.wireVersion, kind: .oneWay, msgid: msgid, requestID: 0,
+          context: _TracePropagation.outgoing(), payload: data)
         try _SocketCalls.sendAll(descriptor, frame.encoded(), until: deadline)
         return []
       }
@@ -159,12 +182,15 @@ public final class NamedPort: @unchecked Sendable {
       state.nextRequestID &+= 1
       if state.nextRequestID == 0 { state.nextRequestID = 1 }
       let requestID = state.nextRequestID
-      let frame = _Frame(kind: .request, msgid: msgid, requestID: requestID, payload: data)
+      let frame = _Frame(
+        version: self.wireVersion, kind: .request, msgid: msgid, requestID: requestID,
+        context: _TracePropagation.outgoing(), payload: data)
       return try self.reconnectingIfIdleClosed(&state, until: sendDeadline) {
-        descriptor throws(RunLoopError) in
+        descriptor, serverPID throws(RunLoopError) in
         try _SocketCalls.sendAll(descriptor, frame.encoded(), until: sendDeadline)
         return try self.awaitReply(
-          descriptor, requestID: requestID, until: .now + receiveTimeout)
+          descriptor, requestID: requestID, serverPID: serverPID,
+          until: .now + receiveTimeout)
       }
     }
   }
@@ -223,7 +249,7 @@ public final class NamedPort: @unchecked Sendable {
   /// instant before the server closed is lost, as on any connection with an idle timeout.
   private func reconnectingIfIdleClosed(
     _ state: inout _ClientState, until deadline: ContinuousClock.Instant,
-    _ body: (Int32) throws(RunLoopError) -> [UInt8]
+    _ body: (_ descriptor: Int32, _ serverPID: pid_t) throws(RunLoopError) -> [UInt8]
   ) throws(RunLoopError) -> [UInt8] {
     var attempt = 0
     while true {
@@ -231,7 +257,7 @@ public final class NamedPort: @unchecked Sendable {
       let descriptor = try connected(&state, until: deadline)
       do throws(RunLoopError) {
         do throws(RunLoopError) {
-          return try body(descriptor)
+          return try body(descriptor, state.serverPID)
         } catch let error where error.code == .peerClosed {
           // A server that refuses us or closes us as idle says why first: prefer its reason.
           try throwPendingFailure(descriptor)
@@ -250,12 +276,14 @@ public final class NamedPort: @unchecked Sendable {
     throws(RunLoopError) -> Int32
   {
     if state.descriptor < 0 {
-      state.descriptor = try connect(timeout: ContinuousClock.now.duration(to: deadline))
+      (state.descriptor, state.serverPID) = try connect(
+        timeout: ContinuousClock.now.duration(to: deadline))
     }
     return state.descriptor
   }
 
-  private func connect(timeout: Duration) throws(RunLoopError) -> Int32 {
+  /// Connects; returns the descriptor and the server's process id.
+  private func connect(timeout: Duration) throws(RunLoopError) -> (Int32, pid_t) {
     let path = registry.socketPath(for: name)
     let descriptor = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
     guard descriptor >= 0 else { throw .systemCall("socket", errno: errno) }
@@ -285,7 +313,7 @@ public final class NamedPort: @unchecked Sendable {
       close(descriptor)
       throw .peerRefused("the server of port '\(name)' runs as an untrusted user")
     }
-    return descriptor
+    return (descriptor, peer.pid)
   }
 
   /// Throws what the server said before closing, if it already did (a refusal, a rejection).
@@ -303,10 +331,10 @@ public final class NamedPort: @unchecked Sendable {
       return .peerClosed("port '\(name)' closed the connection")
     }
     if case .frame(let frame, _) = _Frame.parse(
-      Array(buffer[0..<count]), from: 0, maxPayload: maxMessageSize),
+      Array(buffer[0..<count]), from: 0, maxPayload: maxMessageSize, maxVersion: wireVersion),
       frame.kind == .failure
     {
-      return Self.error(from: frame)
+      return error(from: frame)
     }
     return nil
   }
@@ -316,7 +344,8 @@ public final class NamedPort: @unchecked Sendable {
   /// one read and one frame of memory, and the deadline is checked after each of them as
   /// well as by every wait.
   private func awaitReply(
-    _ descriptor: Int32, requestID: UInt32, until deadline: ContinuousClock.Instant
+    _ descriptor: Int32, requestID: UInt32, serverPID: pid_t,
+    until deadline: ContinuousClock.Instant
   )
     throws(RunLoopError) -> [UInt8]
   {
@@ -326,12 +355,15 @@ public final class NamedPort: @unchecked Sendable {
     // cost more than the round trip itself for small replies (runloop-bench, ports).
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
-      switch reader.next(maxPayload: maxMessageSize) {
+      switch reader.next(maxPayload: maxMessageSize, maxVersion: wireVersion) {
       case .frame(let frame, _):
         if frame.kind == .failure && (frame.requestID == requestID || frame.requestID == 0) {
-          throw Self.error(from: frame)
+          throw self.error(from: frame)
         }
-        if frame.kind == .reply && frame.requestID == requestID { return frame.payload }
+        if frame.kind == .reply && frame.requestID == requestID {
+          _TracePropagation.receivedReply(frame.context, from: serverPID, name: name)
+          return frame.payload
+        }
         skipped += 1
         guard ContinuousClock.now < deadline else {
           throw .timedOut(
@@ -341,6 +373,10 @@ public final class NamedPort: @unchecked Sendable {
         continue
       case .malformed(let reason):
         throw .malformedFrame("port '\(name)' sent a bad frame: \(reason)")
+      case .unsupportedVersion(let version):
+        throw .unsupportedFrameVersion(
+          "port '\(name)' sent a frame of version \(version); this port reads versions 1 to"
+            + " \(frameVersion)")
       case .tooLarge(let length):
         throw .messageTooLarge("reply of \(length) bytes exceeds the maximum of \(maxMessageSize)")
       case .needMore:
@@ -364,10 +400,20 @@ public final class NamedPort: @unchecked Sendable {
     }
   }
 
-  /// A failure frame's payload is `code: reason`.
-  private static func error(from frame: _Frame) -> RunLoopError {
+  /// The frame version sent and read, as the codec takes it.
+  private var wireVersion: UInt8 { UInt8(frameVersion) }
+
+  /// A failure frame's payload is `code: reason`. A version-1 server refuses a newer frame
+  /// as `malformedFrame: unsupported version N`: that becomes `unsupportedFrameVersion`,
+  /// with what to do about it.
+  private func error(from frame: _Frame) -> RunLoopError {
     let text = String(decoding: frame.payload, as: UTF8.self)
     let code = text.split(separator: ":", maxSplits: 1).first.map(String.init) ?? "failure"
+    if text.hasPrefix("malformedFrame: unsupported version ") && frameVersion > 1 {
+      return .unsupportedFrameVersion(
+        "port '\(name)' reads an older frame version than \(frameVersion) (it said: \(text));"
+          + " create the NamedPort with frameVersion: 1 to talk to it, without trace context")
+    }
     return RunLoopError(code: RunLoopError.Code(code), message: text)
   }
 }
@@ -377,4 +423,6 @@ struct _ClientState {
   var valid = true
   var descriptor: Int32 = -1
   var nextRequestID: UInt32 = 0
+  // From SO_PEERCRED at connect: where a reply's trace context comes from.
+  var serverPID: pid_t = 0
 }

@@ -1,4 +1,5 @@
 import Glibc
+import RunLoopCore
 
 /// A message a ``NamedPortServer`` received: what the sender sent and who sent it (from the
 /// kernel's `SO_PEERCRED`, so it cannot be forged).
@@ -40,6 +41,17 @@ public struct NamedPortMessage: Sendable, Hashable {
   /// assert(message.peerUID == getuid())
   /// ```
   public let peerUID: uid_t
+  /// Where the message came from, when its frame carried the sender's trace context
+  /// (version 2, sent from a traced call-out): the sending call-out's span, the sending
+  /// process (when it is another one) and the W3C trace id; thread id 0, since frames do
+  /// not carry the thread. `nil`
+  /// for a version-1 frame or a sender outside traced call-outs. The server's call-out
+  /// that runs the handler reports it as its ``/RunLoopCore/CalloutRecord/cause``.
+  ///
+  /// ```swift
+  /// if let trace = message.cause?.traceID { print(String(trace.high, radix: 16)) }
+  /// ```
+  public let cause: CalloutCause?
 
   /// Creates a message; the server makes these from frames.
   ///
@@ -47,11 +59,15 @@ public struct NamedPortMessage: Sendable, Hashable {
   /// let message = NamedPortMessage(msgid: 1, data: [], expectsReply: false,
   ///                                peerPID: getpid(), peerUID: getuid())
   /// ```
-  public init(msgid: Int32, data: [UInt8], expectsReply: Bool, peerPID: pid_t, peerUID: uid_t) {
+  public init(
+    msgid: Int32, data: [UInt8], expectsReply: Bool, peerPID: pid_t, peerUID: uid_t,
+    cause: CalloutCause? = nil
+  ) {
     self.msgid = msgid
     self.data = data
     self.expectsReply = expectsReply
     self.peerPID = peerPID
     self.peerUID = peerUID
+    self.cause = cause
   }
 }

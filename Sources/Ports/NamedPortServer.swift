@@ -170,6 +170,24 @@ public final class NamedPortServer: @unchecked Sendable {
   /// ```
   public let maxBufferedBytes: Int
 
+  /// The newest frame version the server reads: 2 (frames with the sender's trace context)
+  /// by default. It reads every version up to it and answers each request in the version it
+  /// came in, so clients of version 1 keep working. 1 makes it read as a version-1 server
+  /// does, refusing a version-2 frame with `malformedFrame: unsupported version 2`, which is
+  /// how clients can be tested against servers that predate trace contexts.
+  ///
+  /// ```swift
+  /// let old = try NamedPortServer(name: "svc", maxFrameVersion: 1) { _ in nil }
+  /// ```
+  public let maxFrameVersion: Int
+
+  /// The newest frame version of this framework: 2.
+  ///
+  /// ```swift
+  /// print("speaks frame versions 1 to \(NamedPortServer.currentFrameVersion)")
+  /// ```
+  public static let currentFrameVersion = Int(_Frame.version)
+
   /// Registers `name` and starts listening; messages are handled once the server is added
   /// to a loop.
   ///
@@ -183,6 +201,7 @@ public final class NamedPortServer: @unchecked Sendable {
   ///   - frameTimeout: how long one frame may take to arrive, from its first byte.
   ///   - maxBufferedBytes: the most bytes held for all connections together; `nil` for
   ///     ``defaultMaxBufferedBytes`` or one largest frame, whichever is more.
+  ///   - maxFrameVersion: the newest frame version read, from 1 to ``currentFrameVersion``.
   ///   - handler: runs on the loop's thread per message; returns the reply of a request.
   ///
   /// ```swift
@@ -194,7 +213,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// - Throws: ``RunLoopCore/RunLoopError/Code/invalidName``,
   ///   ``RunLoopCore/RunLoopError/Code/nameInUse``,
   ///   ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a maximum (size or connections)
-  ///   below 1, a deadline that is not positive, or a buffer cap below one largest frame;
+  ///   below 1, a deadline that is not positive, a buffer cap below one largest frame, or a
+  ///   frame version this framework does not know;
   ///   ``/RunLoopCore/RunLoopError/Code/systemCallFailed``.
   public init(
     name: String, registry: PortNameRegistry? = nil,
@@ -203,6 +223,7 @@ public final class NamedPortServer: @unchecked Sendable {
     idleTimeout: Duration = NamedPortServer.defaultIdleTimeout,
     frameTimeout: Duration = NamedPortServer.defaultFrameTimeout,
     maxBufferedBytes: Int? = nil,
+    maxFrameVersion: Int = NamedPortServer.currentFrameVersion,
     handler: @escaping @Sendable (NamedPortMessage) -> [UInt8]?
   ) throws(RunLoopError) {
     try PortNameRegistry.validate(name)
@@ -213,7 +234,11 @@ public final class NamedPortServer: @unchecked Sendable {
     guard idleTimeout > .zero, frameTimeout > .zero else {
       throw .invalidArgument("idleTimeout and frameTimeout must be positive")
     }
-    let largestFrame = _Frame.headerSize + maxMessageSize
+    guard (1...Self.currentFrameVersion).contains(maxFrameVersion) else {
+      throw .invalidArgument(
+        "maxFrameVersion must be between 1 and \(Self.currentFrameVersion)")
+    }
+    let largestFrame = _Frame.headerSize(of: UInt8(maxFrameVersion)) + maxMessageSize
     let bufferCap = maxBufferedBytes ?? max(Self.defaultMaxBufferedBytes, largestFrame)
     guard bufferCap >= largestFrame else {
       throw .invalidArgument(
@@ -254,6 +279,7 @@ public final class NamedPortServer: @unchecked Sendable {
     self.idleTimeout = idleTimeout
     self.frameTimeout = frameTimeout
     self.maxBufferedBytes = bufferCap
+    self.maxFrameVersion = maxFrameVersion
     self.allowedUIDs = allowed
     self.reclaimedStaleSocket = stale
     self.handler = handler
@@ -470,9 +496,13 @@ public final class NamedPortServer: @unchecked Sendable {
     close(descriptor)
   }
 
+  /// Sends a failure notice. Notices are version-1 frames, which every client reads,
+  /// whatever version it speaks.
   private func sendFailure(_ notice: String, to descriptor: Int32) {
-    let refusal = _Frame(kind: .failure, msgid: 0, requestID: 0, payload: Array(notice.utf8))
-      .encoded()
+    let refusal = _Frame(
+      version: 1, kind: .failure, msgid: 0, requestID: 0, payload: Array(notice.utf8)
+    )
+    .encoded()
     _ = refusal.withUnsafeBytes {
       send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
     }
@@ -496,11 +526,15 @@ public final class NamedPortServer: @unchecked Sendable {
     var framesTaken = 0
     connection.reader.append(readBuffer[0..<count])
     taking: while connection.source.isValid, isValid {
-      switch connection.reader.next(maxPayload: maxMessageSize) {
+      switch connection.reader.next(maxPayload: maxMessageSize, maxVersion: UInt8(maxFrameVersion))
+      {
       case .needMore:
         break taking
       case .malformed(let reason):
         reject(connection, notice: "malformedFrame: \(reason)")
+        return
+      case .unsupportedVersion(let version):
+        reject(connection, notice: versionNotice(version))
         return
       case .tooLarge(let length):
         reject(
@@ -578,6 +612,14 @@ public final class NamedPortServer: @unchecked Sendable {
     return earliest
   }
 
+  /// Why a frame of `version` is refused. A server limited to version 1 says what a
+  /// version-1 server says, word for word, since it stands in for one.
+  private func versionNotice(_ version: UInt8) -> String {
+    if maxFrameVersion == 1 { return "malformedFrame: unsupported version \(version)" }
+    return "\(RunLoopError.Code.unsupportedFrameVersion.identifier): port '\(name)' reads frame"
+      + " versions 1 to \(maxFrameVersion), not \(version)"
+  }
+
   /// The code of the notice sent before closing an idle connection; a ``NamedPort`` that
   /// reads it connects again instead of failing.
   static let idleNoticeCode = "idleClosed"
@@ -589,19 +631,26 @@ public final class NamedPortServer: @unchecked Sendable {
     }
     let message = NamedPortMessage(
       msgid: frame.msgid, data: frame.payload, expectsReply: frame.kind == .request,
-      peerPID: connection.peerPID, peerUID: connection.peerUID)
-    state.withLock { $0.statistics.messagesHandled += 1 }
-    let reply = handler(message)
+      peerPID: connection.peerPID, peerUID: connection.peerUID,
+      cause: _TracePropagation.cause(of: frame.context, from: connection.peerPID))
+    let owner = state.withLock { state in
+      state.statistics.messagesHandled += 1
+      return state.owner
+    }
+    let (reply, replyContext) = _TracePropagation.handle(
+      message, on: owner, name: name, handler)
     guard frame.kind == .request, connection.source.isValid else { return }
+    // A reply goes out in the version its request came in, so a version-1 client reads it.
     let answer: _Frame
     if let reply, reply.count > maxMessageSize {
       answer = _Frame(
-        kind: .failure, msgid: frame.msgid, requestID: frame.requestID,
+        version: frame.version, kind: .failure, msgid: frame.msgid, requestID: frame.requestID,
         payload: Array(
           "messageTooLarge: reply of \(reply.count) bytes exceeds \(maxMessageSize)".utf8))
     } else {
       answer = _Frame(
-        kind: .reply, msgid: frame.msgid, requestID: frame.requestID, payload: reply ?? [])
+        version: frame.version, kind: .reply, msgid: frame.msgid, requestID: frame.requestID,
+        context: replyContext, payload: reply ?? [])
     }
     connection.output += answer.encoded()
     flush(connection)
@@ -635,8 +684,10 @@ public final class NamedPortServer: @unchecked Sendable {
 
   /// Tells the peer why (best effort) and drops the connection.
   private func reject(_ connection: _ServerConnection, notice: String) {
-    let frame = _Frame(kind: .failure, msgid: 0, requestID: 0, payload: Array(notice.utf8))
-      .encoded()
+    let frame = _Frame(
+      version: 1, kind: .failure, msgid: 0, requestID: 0, payload: Array(notice.utf8)
+    )
+    .encoded()
     _ = frame.withUnsafeBytes {
       send(connection.source.fileDescriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
     }

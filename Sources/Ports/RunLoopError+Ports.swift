@@ -63,6 +63,16 @@ extension RunLoopError.Code {
   /// catch let error where error.code == .bufferFull { retryLater() }
   /// ```
   public static let bufferFull = RunLoopError.Code("bufferFull")
+  /// The peer does not read the frame version sent: a server older than the client (it
+  /// reads version 1 only, and says `malformedFrame: unsupported version 2`), or a frame
+  /// newer than this side reads. Nothing of the call was handled.
+  ///
+  /// ```swift
+  /// catch let error where error.code == .unsupportedFrameVersion {
+  ///   port = try NamedPort(name: "svc", frameVersion: 1)  // an old server: no trace context
+  /// }
+  /// ```
+  public static let unsupportedFrameVersion = RunLoopError.Code("unsupportedFrameVersion")
 }
 
 extension RunLoopError {
@@ -154,5 +164,14 @@ extension RunLoopError {
   /// ```
   public static func bufferFull(_ message: String) -> RunLoopError {
     RunLoopError(code: .bufferFull, message: message)
+  }
+
+  /// A frame version the peer does not read, or one this side does not read.
+  ///
+  /// ```swift
+  /// throw RunLoopError.unsupportedFrameVersion("port 'svc' reads frame version 1 only")
+  /// ```
+  public static func unsupportedFrameVersion(_ message: String) -> RunLoopError {
+    RunLoopError(code: .unsupportedFrameVersion, message: message)
   }
 }

@@ -21,9 +21,9 @@ struct _FrameReader {
   }
 
   /// Takes the next complete frame, or tells why there is none (``_Frame/Parse``). After a
-  /// `malformed` or `tooLarge` the connection is unusable: the caller drops it.
-  mutating func next(maxPayload: Int) -> _Frame.Parse {
-    let result = _Frame.parse(bytes, from: start, maxPayload: maxPayload)
+  /// `malformed`, `tooLarge` or `unsupportedVersion` the connection is unusable: the caller drops it.
+  mutating func next(maxPayload: Int, maxVersion: UInt8 = _Frame.version) -> _Frame.Parse {
+    let result = _Frame.parse(bytes, from: start, maxPayload: maxPayload, maxVersion: maxVersion)
     if case .frame(_, let consumed) = result { start += consumed }
     return result
   }

@@ -17,12 +17,16 @@ enum PortsHelperMessage {
 func runPortsHelper(_ arguments: [String]) -> Never {
   do {
     switch arguments.first {
-    case "ports-echo" where arguments.count == 3:
-      try echoServer(directory: arguments[1], name: arguments[2])
-    case "ports-request" where arguments.count == 5:
+    case "ports-echo" where arguments.count == 3 || arguments.count == 4:
+      try echoServer(
+        directory: arguments[1], name: arguments[2],
+        maxFrameVersion: arguments.count == 4 ? Int(arguments[3]) ?? 0 : 2)
+    case "ports-request" where arguments.count == 5 || arguments.count == 6:
       try request(
         directory: arguments[1], name: arguments[2], msgid: Int32(arguments[3]) ?? 0,
-        text: arguments[4])
+        text: arguments[4], frameVersion: arguments.count == 6 ? Int(arguments[5]) ?? 0 : 2)
+    case "ports-traced-request" where arguments.count == 3:
+      try tracedRequest(directory: arguments[1], name: arguments[2])
     case "ports-checkin" where arguments.count == 3:
       try checkInWorker(directory: arguments[1], mainName: arguments[2])
     case "ports-signals" where arguments.count == 1:
@@ -34,8 +38,9 @@ func runPortsHelper(_ arguments: [String]) -> Never {
         directory: arguments[1], name: arguments[2], milliseconds: Int(arguments[3]) ?? 0)
     default:
       say(
-        "usage: ports-echo DIR NAME | ports-request DIR NAME MSGID TEXT"
-          + " | ports-checkin DIR MAIN | ports-signals | ports-emfile DIR"
+        "usage: ports-echo DIR NAME [MAX-FRAME-VERSION]"
+          + " | ports-request DIR NAME MSGID TEXT [FRAME-VERSION]"
+          + " | ports-traced-request DIR NAME | ports-checkin DIR MAIN | ports-signals | ports-emfile DIR"
           + " | ports-request-timed DIR NAME MILLISECONDS")
       exit(2)
     }
@@ -52,10 +57,15 @@ private func say(_ line: String) {
   _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
 }
 
-/// A server that echoes, dies mid-request, or quits on request.
-private func echoServer(directory: String, name: String) throws(RunLoopError) {
+/// A server that echoes, dies mid-request, or quits on request; with `maxFrameVersion` 1 it
+/// reads frames as a server from before trace contexts.
+private func echoServer(directory: String, name: String, maxFrameVersion: Int)
+  throws(RunLoopError)
+{
   let registry = try PortNameRegistry(directory: directory)
-  let server = try NamedPortServer(name: name, registry: registry) { message in
+  let server = try NamedPortServer(
+    name: name, registry: registry, maxFrameVersion: maxFrameVersion
+  ) { message in
     switch message.msgid {
     case PortsHelperMessage.dieMidRequest:
       _exit(3)
@@ -72,15 +82,69 @@ private func echoServer(directory: String, name: String) throws(RunLoopError) {
   server.invalidate()
 }
 
-/// One request; prints the reply or the error code.
-private func request(directory: String, name: String, msgid: Int32, text: String)
-  throws(RunLoopError)
-{
+/// One request in frames of `frameVersion`; prints the reply or the error code.
+private func request(
+  directory: String, name: String, msgid: Int32, text: String, frameVersion: Int
+) throws(RunLoopError) {
   let registry = try PortNameRegistry(directory: directory)
-  let port = try NamedPort(name: name, registry: registry)
+  let port = try NamedPort(name: name, registry: registry, frameVersion: frameVersion)
   let reply = try port.request(
     msgid: msgid, data: Array(text.utf8), sendTimeout: .seconds(2), receiveTimeout: .seconds(5))
   say("reply:\(String(decoding: reply, as: UTF8.self))")
+}
+
+/// Keeps the call-out records of the loops it is attached to.
+private final class CalloutRecords: RunLoopInstrument, Sendable {
+  let interests: InstrumentInterests = .callouts
+  private let recorded = GuardedState<[CalloutRecord]>([])
+  var records: [CalloutRecord] { recorded.withLock { $0 } }
+
+  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
+    recorded.withLock { $0.append(callout) }
+  }
+}
+
+/// One request made from a traced call-out (a perform block named `send`) on this thread's
+/// loop; prints `send:SPAN trace:TRACE` (the block's span and the trace id it sent) and
+/// `reply:NAME cause:SPAN pid:PID trace:TRACE` (the call-out that reported the reply and
+/// its cause), spans as 16 hex digits and the trace as 32.
+private func tracedRequest(directory: String, name: String) throws(RunLoopError) {
+  let registry = try PortNameRegistry(directory: directory)
+  let port = try NamedPort(name: name, registry: registry)
+  let records = CalloutRecords()
+  let loop = EventRunLoop.current
+  loop.addInstrument(records)
+  let outcome = GuardedState<RunLoopError?>(nil)
+  loop.perform(name: "send") {
+    do throws(RunLoopError) {
+      _ = try port.request(msgid: 1, data: Array("traced".utf8))
+    } catch {
+      outcome.withLock { $0 = error }
+    }
+  }
+  _ = try loop.run(mode: .default, timeout: .zero)
+  loop.removeInstrument(records)
+  if let error = outcome.withLock({ $0 }) { throw error }
+  let all = records.records
+  guard let send = all.first(where: { $0.name == "send" }),
+    let reply = all.first(where: { $0.name == "\(name).reply" }), let cause = reply.cause
+  else {
+    say("missing: \(all.map(\.name))")
+    exit(1)
+  }
+  say("send:\(hex(send.span)) trace:\(traceHex(cause.traceID))")
+  say(
+    "reply:\(reply.name) cause:\(hex(cause.span)) pid:\(cause.processID ?? 0)"
+      + " trace:\(traceHex(cause.traceID))")
+}
+
+private func hex(_ value: UInt64) -> String {
+  let digits = String(value, radix: 16)
+  return String(repeating: "0", count: 16 - digits.count) + digits
+}
+
+private func traceHex(_ trace: (high: UInt64, low: UInt64)?) -> String {
+  trace.map { hex($0.high) + hex($0.low) } ?? "none"
 }
 
 /// One request with a receive timeout of `milliseconds`; prints how it ended, how long it

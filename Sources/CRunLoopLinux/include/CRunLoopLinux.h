@@ -25,6 +25,25 @@
 /// The kernel thread id of the calling thread, cached per thread (reset in a forked child).
 pid_t crl_current_tid(void);
 
+/// What the calling thread is doing for the cause-and-effect trace: the span of the call-out
+/// it runs (0: none), that call-out's loop (0: none), and the trace id the call-out's cause
+/// came with (both 0: none). One per thread; written only while some instrument traces
+/// call-outs.
+typedef struct {
+  uint64_t span;
+  uint64_t loop;
+  uint64_t trace_high;
+  uint64_t trace_low;
+} crl_callout_context;
+
+/// The calling thread's call-out context (a thread-local variable, so one call per call-out).
+crl_callout_context *crl_current_callout_context(void);
+
+/// A new span id, unique in the process and never 0. Spans come from per-thread blocks
+/// of a process-wide counter that starts at a random value, so threads do not contend on
+/// one atomic and two processes are unlikely to share ids (W3C span ids should be unique).
+uint64_t crl_next_span(void);
+
 /// epoll_event is packed on x86_64, which Swift cannot lay out itself; these accessors
 /// keep the Swift side free of layout questions.
 static inline uint32_t crl_epoll_event_events(const struct epoll_event *event) {
