@@ -26,6 +26,13 @@ public struct CalloutCause: Sendable, Hashable {
   /// let fromCallout = cause.span != 0
   /// ```
   public let span: UInt64
+  // Stored without optionals, 0 standing for "none" (loop ids and process ids start at 1),
+  // and the words first, so a cause is 40 bytes: it travels in every traced record of an
+  // effect.
+  private let loop: UInt64
+  // The W3C trace id as two words; both 0 when the cause came without one.
+  private let traceHigh: UInt64
+  private let traceLow: UInt64
   /// The kernel thread id of the thread that made it.
   ///
   /// ```swift
@@ -38,17 +45,15 @@ public struct CalloutCause: Sendable, Hashable {
   /// ```swift
   /// if cause.loopID == nil { print("from a plain thread") }
   /// ```
-  public let loopID: UInt64?
+  public var loopID: UInt64? { loop == 0 ? nil : loop }
   /// The process it came from, set only when that is another process (a message between
   /// processes).
   ///
   /// ```swift
   /// if let pid = cause.processID { print("sent by process \(pid)") }
   /// ```
-  public let processID: Int32?
-  // The W3C trace id as two words; both 0 when the cause came without one.
-  private let traceHigh: UInt64
-  private let traceLow: UInt64
+  public var processID: Int32? { process == 0 ? nil : process }
+  private let process: Int32
 
   /// Creates a cause.
   ///
@@ -61,8 +66,8 @@ public struct CalloutCause: Sendable, Hashable {
   ) {
     self.span = span
     self.threadID = threadID
-    self.loopID = loopID
-    self.processID = processID
+    self.loop = loopID ?? 0
+    self.process = processID ?? 0
     self.traceHigh = traceID?.high ?? 0
     self.traceLow = traceID?.low ?? 0
   }
@@ -140,5 +145,15 @@ extension UInt64 {
   package init?(spanHex text: some StringProtocol) {
     guard text.utf8.count == 16, let value = UInt64(text, radix: 16) else { return nil }
     self = value
+  }
+}
+
+/// A cause held by reference: what a perform request keeps, so that a request queued while
+/// nothing traces call-outs carries one word for it, not a whole cause.
+package final class CapturedCause: Sendable {
+  package let cause: CalloutCause
+
+  package init(_ cause: CalloutCause) {
+    self.cause = cause
   }
 }

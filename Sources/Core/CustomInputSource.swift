@@ -23,7 +23,7 @@ import Synchronization
 /// ```
 ///
 /// All methods are safe to call from any thread.
-public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
+public final class CustomInputSource: ModeScheduledItem, Sendable {
   /// The source's name in traces.
   ///
   /// ```swift
@@ -50,13 +50,24 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   // The `LoopClock` reading at the latest signal, recorded only while some instrument wants
   // call-outs; 0 when unknown.
   private let signalledAtNanoseconds = Atomic<Int64>(0)
-  // Guarded by its own lock: the (loop, mode) pairs the source is in.
-  private let registrations = GuardedState<[Registration]>([])
+  // Guarded by its own lock: the (loop, mode) pairs the source is in, and who made the
+  // pending signal.
+  private let shared = GuardedState(Shared())
+
+  private struct Shared {
+    var registrations: [Registration] = []
+    // The cause of the first signal since the source last ran, with that signal's stamp (so
+    // a perform never reports the cause of a later signal); recorded only while some
+    // instrument wants call-outs.
+    var cause: (stamp: UInt64, cause: CalloutCause)?
+  }
 
   private struct Registration {
     weak var loop: EventRunLoop?
     let loopID: UInt64
     let mode: LoopMode
+    /// The loop's inbox of signalled sources (held strongly: it does not keep the loop).
+    let inbox: SignalInbox
   }
 
   /// Creates a source.
@@ -99,8 +110,15 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// loop.wakeUp()
   /// ```
   public func signal() {
+    signal(waking: false)
+  }
+
+  /// Signals, and with `waking` wakes every loop the source is in, under one hold of the
+  /// registrations' lock (waking takes no lock: see `EventRunLoop.wakeUp()`).
+  private func signal(waking: Bool) {
     guard isValid else { return }
-    if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
+    let traced = calloutInstrumentCount.load(ordering: .relaxed) > 0
+    if traced {
       signalledAtNanoseconds.store(LoopClock.now(), ordering: .relaxed)
     } else if signalledAtNanoseconds.load(ordering: .relaxed) != 0 {
       // Unrecorded: an instrument attached before the call-out must not see the time of an
@@ -110,9 +128,30 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     }
     // A source already signalled keeps its first stamp (and its place), as in CFRunLoop,
     // which keeps the time of the first signal.
-    guard signalStamp.load(ordering: .relaxed) == 0 else { return }
-    let stamp = signalStamps.wrappingAdd(1, ordering: .relaxed).newValue
-    _ = signalStamp.compareExchange(expected: 0, desired: stamp, ordering: .releasing)
+    var first = false
+    var stamp: UInt64 = 0
+    if signalStamp.load(ordering: .relaxed) == 0 {
+      stamp = signalStamps.wrappingAdd(1, ordering: .relaxed).newValue
+      first =
+        signalStamp.compareExchange(expected: 0, desired: stamp, ordering: .releasing)
+        .exchanged
+    }
+    guard first || waking else { return }
+    // The first signal since the source last ran is the one CF orders by: its maker is the
+    // cause of the perform. (Recorded after the stamp: a pass that takes the signal in
+    // between finds no cause for that stamp, rather than another signal's.)
+    let cause = first && traced ? CalloutCause.capture() : nil
+    shared.withLock { shared in
+      if let cause { shared.cause = (stamp, cause) }
+      var lastLoop: UInt64?
+      for registration in shared.registrations where registration.loopID != lastLoop {
+        // The first signal since the source last ran: the loops it is in learn of it, so
+        // that their passes look at the signalled sources only.
+        if first { registration.inbox.add(self) }
+        if waking { registration.loop?.wakeUp() }
+        lastLoop = registration.loopID
+      }
+    }
   }
 
   /// Signals the source and wakes every loop it is scheduled on, the two calls the guide's
@@ -122,8 +161,7 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// source.signalAndWakeUp()
   /// ```
   public func signalAndWakeUp() {
-    signal()
-    for loop in scheduledLoops() { loop.wakeUp() }
+    signal(waking: true)
   }
 
   /// Whether the source is signalled and not yet performed.
@@ -151,7 +189,7 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   public func invalidate() {
     guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
     signalStamp.store(0, ordering: .releasing)
-    let current = registrations.withLock { $0 }
+    let current = shared.withLock { $0.registrations }
     for registration in current {
       registration.loop?.remove(self, mode: registration.mode)
     }
@@ -174,6 +212,15 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     return signalStamp.exchange(0, ordering: .acquiringAndReleasing) != 0
   }
 
+  /// Who made the signal with `stamp`, if it was recorded; forgets it.
+  func takeCause(ofSignal stamp: UInt64) -> CalloutCause? {
+    shared.withLock { shared in
+      guard let recorded = shared.cause, recorded.stamp == stamp else { return nil }
+      shared.cause = nil
+      return recorded.cause
+    }
+  }
+
   /// When the latest signal happened (a `LoopClock` reading), if it was recorded.
   var signalTime: Int64? {
     let nanoseconds = signalledAtNanoseconds.load(ordering: .relaxed)
@@ -181,28 +228,22 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   }
 
   func didSchedule(on loop: EventRunLoop, mode: LoopMode) {
-    registrations.withLock { $0.append(Registration(loop: loop, loopID: loop.id, mode: mode)) }
+    shared.withLock {
+      $0.registrations.append(
+        Registration(loop: loop, loopID: loop.id, mode: mode, inbox: loop.signalInbox))
+    }
   }
 
   func didUnschedule(from loop: EventRunLoop, mode: LoopMode) {
-    registrations.withLock { list in
-      if let index = list.firstIndex(where: { $0.loopID == loop.id && $0.mode == mode }) {
-        list.remove(at: index)
+    shared.withLock { shared in
+      if let index = shared.registrations.firstIndex(where: {
+        $0.loopID == loop.id && $0.mode == mode
+      }) {
+        shared.registrations.remove(at: index)
       }
     }
   }
 
-  private func scheduledLoops() -> [EventRunLoop] {
-    var seen = Set<UInt64>()
-    return registrations.withLock { list in
-      list.compactMap { registration in
-        guard let loop = registration.loop, seen.insert(registration.loopID).inserted else {
-          return nil
-        }
-        return loop
-      }
-    }
-  }
 }
 
 // Stamps of first signals, process-wide: they order signalled sources of equal order by

@@ -23,7 +23,7 @@ import Synchronization
 /// ```
 ///
 /// All methods are safe to call from any thread.
-public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
+public final class DescriptorWatch: ModeScheduledItem, Sendable {
   /// The descriptor watched.
   ///
   /// ```swift
@@ -47,8 +47,9 @@ public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
   public let order: Int
 
   let token: UInt64
-  // The kind traces give the watch's call-outs; `mainQueue` for the dispatch hook.
-  let calloutKind: CalloutKind
+  // The kind traces give the watch's call-outs; `mainQueue` for the dispatch hook; `nil`
+  // for a watch whose handler makes its own call-outs (an in-process port: one per message).
+  let calloutKind: CalloutKind?
   let handler: @Sendable (DescriptorEvents) -> Void
   private let interestBits: Atomic<UInt32>
   private let valid = Atomic<Bool>(true)
@@ -82,10 +83,12 @@ public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
   }
 
   /// The designated initializer; Core's own watches (the main dispatch queue's) pass their
-  /// call-out kind.
-  init(
+  /// call-out kind, and a watch whose handler calls out itself (through
+  /// `EventRunLoop.callOut`, once per piece of work) passes `nil`.
+  package init(
     fileDescriptor: Int32, interest: DescriptorEvents = .readable, name: String,
-    order: Int, calloutKind: CalloutKind, handler: @escaping @Sendable (DescriptorEvents) -> Void
+    order: Int, calloutKind: CalloutKind?,
+    handler: @escaping @Sendable (DescriptorEvents) -> Void
   ) {
     self.fileDescriptor = fileDescriptor
     self.name = name

@@ -101,10 +101,11 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
   }
 
   func enqueue(_ job: UnownedJob, slot: Int) {
+    let stamp = JobStamp.ifTracing()
     let accepted = state.withLock { state -> Bool in
       guard !state.threadExited else { return false }
       addOwnJobQueueIfNeeded(&state)
-      state.jobQueues[slot].jobs.append(job)
+      state.jobQueues[slot].append(job, stamp: stamp)
       published.jobCount.wrappingAdd(1, ordering: .sequentiallyConsistent)
       return true
     }
@@ -125,6 +126,9 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
   }
 
   private func runQueuedJobs(mode: LoopMode) {
+    // From the pass snapshot, outside the lock: looking the mode up in the common modes'
+    // set under the lock hashes its name for every batch.
+    let isCommon = isCommonInPass(mode)
     var slot = 0
     while true {
       // The next executor with jobs runnable in `mode`: its whole queue becomes the batch,
@@ -133,9 +137,6 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
       // have a second reference, and emptying it for reuse would copy it.
       guard
         var batch = state.withLock({ state -> JobBatch? in
-          // Decided here rather than read from the pass snapshot: the snapshot's accessor
-          // allocates a frame per read in unoptimized builds, and this path allocates nothing.
-          let isCommon = state.commonModes.contains(mode)
           while slot < state.jobQueues.count {
             if state.jobQueues[slot].isRunnable(in: mode, modeIsCommon: isCommon) {
               var batch = state.jobQueues[slot].spare.take() ?? []
@@ -143,7 +144,8 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
               published.jobCount.wrappingSubtract(batch.count, ordering: .sequentiallyConsistent)
               let queue = state.jobQueues[slot]
               return JobBatch(
-                jobs: batch, serialExecutor: queue.serialExecutor,
+                jobs: batch, stamps: state.jobQueues[slot].takeStamps(),
+                serialExecutor: queue.serialExecutor,
                 taskExecutor: queue.taskExecutor, name: queue.name)
             }
             slot += 1
@@ -157,7 +159,7 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
       batch.jobs.withUnsafeBufferPointer { jobs in
         for index in jobs.indices {
           if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
-            runTraced(jobs[index], of: batch)
+            runTraced(jobs[index], stamp: batch.stamp(at: index), of: batch)
           } else {
             jobs[index].runSynchronously(
               isolatedTo: batch.serialExecutor, taskExecutor: batch.taskExecutor)
@@ -176,11 +178,12 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
     }
   }
 
-  private func runTraced(_ job: UnownedJob, of batch: JobBatch) {
+  private func runTraced(_ job: UnownedJob, stamp: JobStamp?, of batch: JobBatch) {
     // The job's description names its task ("UnownedJob(id: 12)"); a task's own name
     // (`Task.name`) is visible only to code running in that task, not to its executor.
-    let name = "\(batch.name) \(job.description)"
-    withCallout(.job, name: name, dueAt: nil) {
+    callOut(
+      .job, name: "\(batch.name) \(job.description)", dueAt: stamp?.queuedAt, cause: stamp?.cause
+    ) {
       job.runSynchronously(isolatedTo: batch.serialExecutor, taskExecutor: batch.taskExecutor)
     }
   }
@@ -197,7 +200,16 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
 /// One executor's jobs taken out of its queue to run.
 struct JobBatch {
   var jobs: [UnownedJob]
+  // When and by whom each job was queued, for the jobs queued while tracing (see `JobQueue`).
+  let stamps: [JobStamp?]
   let serialExecutor: UnownedSerialExecutor
   let taskExecutor: UnownedTaskExecutor
   let name: String
+}
+
+extension JobBatch {
+  /// The stamp of the job at `index`, if it was queued while tracing.
+  func stamp(at index: Int) -> JobStamp? {
+    index < stamps.count ? stamps[index] : nil
+  }
 }

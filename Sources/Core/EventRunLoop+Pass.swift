@@ -8,11 +8,15 @@ extension EventRunLoop {
   func runPasses(mode: LoopMode, depth: Int, plan: RunPlan) -> RunResult {
     assertOnLoopThread()
     let buffer = poller.buffer(depth: depth)
+    // A zero-timeout run begun where wake-ups are dropped stays there (see `runSpecific`).
+    let staysIgnoring = plan.neverBlocks && local.ignoringWakeUps
     while true {
       local.iteration &+= 1
       // Wake-ups count again.
-      local.ignoringWakeUps = false
-      if wakeState.passBegins() { wakeForWhatADroppedWakeUpAnnounced(mode: mode) }
+      if !staysIgnoring {
+        local.ignoringWakeUps = false
+        if wakeState.passBegins() { wakeForWhatADroppedWakeUpAnnounced(mode: mode) }
+      }
       restoreHeldWatches(mode: mode)
       if local.mainQueueDrains > 0 { holdMainQueueWatchWhileDraining() }
 
@@ -55,8 +59,7 @@ extension EventRunLoop {
       }
       runPerformRequests(mode: mode)
 
-      if let result = exitReason(mode: mode, depth: depth, plan: plan, sourceHandled: sourceHandled)
-      {
+      if let result = exitReason(mode: mode, plan: plan, sourceHandled: sourceHandled) {
         return result
       }
     }
@@ -66,19 +69,19 @@ extension EventRunLoop {
   /// look at, except a stop or an emptied mode, which only the end of a pass checks: for
   /// those, the loop wakes itself so that the coming sleep does not block.
   func wakeForWhatADroppedWakeUpAnnounced(mode: LoopMode) {
-    if published.stopPending.load(ordering: .sequentiallyConsistent) || modeIsEmpty(mode) {
+    if runs.stopIsPending || modeIsEmpty(mode) {
       wakeState.request()
     }
   }
 
   /// Why the run should end now, in CFRunLoop's order of checks, or `nil` to go on.
-  private func exitReason(mode: LoopMode, depth: Int, plan: RunPlan, sourceHandled: Bool)
+  private func exitReason(mode: LoopMode, plan: RunPlan, sourceHandled: Bool)
     -> RunResult?
   {
     if sourceHandled && plan.returnAfterSourceHandled { return .handledSource }
     if plan.neverBlocks { return .timedOut }
     if let deadline = plan.deadline, LoopClock.now() >= deadline { return .timedOut }
-    if takeStopRequest(depth: depth) { return .stopped }
+    if runs.takeStopRequest() { return .stopped }
     if modeIsEmpty(mode) { return .finished }
     return nil
   }
@@ -87,19 +90,6 @@ extension EventRunLoop {
   private func startIgnoringWakeUps() {
     local.ignoringWakeUps = true
     wakeState.startIgnoring()
-  }
-
-  /// Whether the run at `depth` was asked to stop; clears the request. Takes the lock only
-  /// when some run has a stop request.
-  func takeStopRequest(depth: Int) -> Bool {
-    guard published.stopPending.load(ordering: .sequentiallyConsistent) else { return false }
-    return state.withLock { state -> Bool in
-      guard state.frames.count >= depth, state.frames[depth - 1].stopRequested else {
-        return false
-      }
-      state.frames[depth - 1].stopRequested = false
-      return true
-    }
   }
 
   /// Puts the held watches of `mode` back into the `epoll` set. Takes the lock only when
@@ -140,35 +130,10 @@ extension EventRunLoop {
   /// next pass, as in CFRunLoop, which collects the signalled sources before calling any.
   /// Returns whether any ran.
   private func fireCustomSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
-    // Most passes find no source signalled: the flags alone tell, read in place in the
-    // snapshot, without copying the list out (a retain and a release of the list and of
-    // each source).
-    guard self[passIn: mode].sources.contains(where: \.hasPendingSignal) else { return false }
+    // Most passes find no source signalled: the loop's inbox of signalled sources tells
+    // without a lock (see `EventRunLoop+SignalledSources.swift`).
+    guard mayHaveSignalledSources(mode: mode) else { return false }
     return performSignalledSources(mode: mode, onlyFirst: onlyFirst)
-  }
-
-  // Out of line: the slow path of a check made every pass (see Docs/Performance.md, "What
-  // the annotations buy").
-  @inline(never)
-  private func performSignalledSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
-    // Lists taken from a pool (a call-out may run the loop nested, which takes another):
-    // once they have grown, a pass allocates nothing here.
-    var batch = local.signalledSourceLists.popLast() ?? []
-    for source in self[passIn: mode].sources {
-      let stamp = source.pendingSignalStamp
-      if stamp != 0, source.isValid { batch.append((source.order, stamp, source)) }
-    }
-    // The snapshot lists sources in ascending order already; only ties need the stamps.
-    if batch.count > 1 { batch.sort { ($0.order, $0.stamp) < ($1.order, $1.stamp) } }
-    var handled = false
-    for (_, _, source) in batch where source.isValid && source.consumeSignal() {
-      handled = true
-      callOut(.source, name: source.name, dueAt: source.signalTime) { source.performHandler() }
-      if onlyFirst { break }
-    }
-    batch.removeAll(keepingCapacity: true)
-    local.signalledSourceLists.append(batch)
-    return handled
   }
 
   /// Step 5: checks without blocking whether a version-1 source is ready. Returns the
@@ -293,7 +258,9 @@ extension EventRunLoop {
     // Invalidated by an earlier call-out of this pass (or by another thread just now).
     guard watch.isValid else { return }
     let events = DescriptorEvents(epollMask: mask)
-    callOut(watch.calloutKind, name: watch.name) { watch.handler(events) }
+    // A watch without a kind makes its own call-outs, one per message it hands over.
+    guard let kind = watch.calloutKind else { return watch.handler(events) }
+    callOut(kind, name: watch.name) { watch.handler(events) }
   }
 
   /// The watch for `token` if it runs in `mode`; a watch of another mode is held: taken out of

@@ -39,8 +39,7 @@ extension EventRunLoop {
   /// ```
   @discardableResult
   public func perform(_ body: @escaping @Sendable () -> Void) -> PerformRequest {
-    let request = PerformRequest(
-      name: Self.defaultPerformName, modes: Self.commonModesOnly, waitable: false, body: body)
+    let request = PerformRequest(name: Self.defaultPerformName, body: body)
     enqueue(request)
     return request
   }
@@ -114,7 +113,10 @@ extension EventRunLoop {
   {
     let ownThread = isCurrent
     // One relaxed load when nothing traces call-outs (the usual case).
-    if calloutInstrumentCount.load(ordering: .relaxed) > 0 { request.queuedAt = LoopClock.now() }
+    if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
+      request.queuedAt = LoopClock.now()
+      request.cause = CapturedCause(.capture())
+    }
     while true {
       let outcome = state.withLock { state -> EnqueueOutcome in
         guard !state.threadExited else { return .abandoned }

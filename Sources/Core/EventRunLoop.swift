@@ -24,6 +24,9 @@ import Synchronization
 /// ``stop()``, ``wakeUp()``, ``perform(inModes:name:_:)->PerformRequest``) is safe from any thread, as the
 /// guide's "Thread Safety and Run Loop Objects" describes for CoreFoundation.
 public final class EventRunLoop: @unchecked Sendable {
+  // Unchecked: `local` is a `var` the compiler cannot prove is touched by one thread; only
+  // the loop's thread touches it (`assertOnLoopThread()`). Everything else is a `let` of a
+  // Sendable type, a `GuardedState` or an atomic.
   /// A number that identifies the loop in traces, unique in the process.
   ///
   /// ```swift
@@ -51,6 +54,11 @@ public final class EventRunLoop: @unchecked Sendable {
   let published: PublishedState
   // The wake-up protocol: whether a wake-up is outstanding, or the loop is polling.
   let wakeState: WakeState
+  /// The custom sources signalled for this loop and not yet performed (step 4 reads them).
+  let signalInbox = SignalInbox()
+  // The active runs as other threads see them (how deep, a stop request), and the pass
+  // snapshot parked between runs.
+  let runs: ActiveRuns
   // Changes whenever the loop's own instruments change.
   let instrumentsVersion = Atomic<UInt64>(0)
   // The longest a sleep may poll before blocking, in nanoseconds (see `spinLimit`).
@@ -68,7 +76,9 @@ public final class EventRunLoop: @unchecked Sendable {
     self.isMain = isMain
     let published = PublishedState()
     self.published = published
-    self.state = GuardedState(LoopState(published: published))
+    let runs = ActiveRuns()
+    self.runs = runs
+    self.state = GuardedState(LoopState(published: published, runs: runs))
     let poller = try Poller()
     self.poller = poller
     self.wakeState = WakeState(eventDescriptor: poller.wakeDescriptor)
@@ -88,6 +98,8 @@ public final class EventRunLoop: @unchecked Sendable {
   public static var current: EventRunLoop {
     let tid = crl_current_tid()
     if tid == getpid() { return main }
+    // The slot holds one retained reference (taken below, given back by the key's destructor
+    // at thread exit); reading it borrows that reference without retaining again.
     if let stored = pthread_getspecific(currentLoopKey) {
       return Unmanaged<EventRunLoop>.fromOpaque(stored).takeUnretainedValue()
     }
@@ -119,6 +131,7 @@ public final class EventRunLoop: @unchecked Sendable {
   /// ```
   public var isCurrent: Bool {
     if isMain { return crl_current_tid() == threadID }
+    // An identity comparison of the thread's slot with this loop's address: no reference taken.
     return pthread_getspecific(currentLoopKey) == Unmanaged.passUnretained(self).toOpaque()
   }
 
@@ -127,14 +140,22 @@ public final class EventRunLoop: @unchecked Sendable {
   /// ```swift
   /// let source = CustomInputSource { print(EventRunLoop.current.currentMode!) }
   /// ```
-  public var currentMode: LoopMode? { state.withLock { $0.frames.last?.mode } }
+  public var currentMode: LoopMode? {
+    if isCurrent { return local.innermostMode }
+    return state.withLock { state in
+      // Read under the lock: the loop thread publishes a run's mode in `runModes`, under
+      // the lock, before the run's depth.
+      let depth = runs.depth
+      return depth > 0 ? state.runModes[depth - 1] : nil
+    }
+  }
 
   /// Whether a run of the loop is active (on its thread).
   ///
   /// ```swift
   /// if loop.isRunning { loop.stop() }
   /// ```
-  public var isRunning: Bool { state.withLock { !$0.frames.isEmpty } }
+  public var isRunning: Bool { runs.depth > 0 }
 
   /// Whether the owning thread has exited; such a loop can no longer run.
   ///
@@ -214,12 +235,7 @@ public final class EventRunLoop: @unchecked Sendable {
   /// try loop.run()
   /// ```
   public func stop() {
-    let stopped = state.withLock { state -> Bool in
-      guard !state.frames.isEmpty else { return false }
-      state.frames[state.frames.count - 1].stopRequested = true
-      return true
-    }
-    if stopped { wakeUp() }
+    if runs.requestStop() { wakeUp() }
   }
 
   /// Called by the thread-exit destructor, on the exiting thread: nothing queued can run any
@@ -235,6 +251,7 @@ public final class EventRunLoop: @unchecked Sendable {
     var watches: [DescriptorWatch] = []
     var abandoned = RequestList()
     var sources: [(CustomInputSource, LoopMode)] = []
+    var signalled: [CustomInputSource] = []
     var waiting: [DispatchSemaphore] = []
     var executors: [LoopExecutor] = []
     let strandedJobs = state.withLock { state -> Int in
@@ -262,6 +279,7 @@ public final class EventRunLoop: @unchecked Sendable {
           sources += concrete.map { (source, $0) }
         }
       }
+      signalled = signalInbox.removeAll()
       watches = Array(state.watchesByToken.values)
       for watch in watches {
         for mode in state.watches.modes(of: watch) { state.watches.remove(watch, from: mode) }
@@ -272,6 +290,7 @@ public final class EventRunLoop: @unchecked Sendable {
     }
     instrumentsVersion.wrappingAdd(1, ordering: .releasing)
     local.instruments = InstrumentCache()
+    local.signalsCheckedFor = nil
     dropPassSnapshot()
     while let request = abandoned.popFirst() { request.abandon() }
     for waiter in waiting { waiter.signal() }
@@ -285,6 +304,7 @@ public final class EventRunLoop: @unchecked Sendable {
     deadlineSources.removeAll()
     instruments.removeAll()
     watches.removeAll()
+    signalled.removeAll()
   }
 
 }
@@ -317,6 +337,7 @@ let currentLoopKey: pthread_key_t = {
   var key = pthread_key_t()
   let status = pthread_key_create(&key) { pointer in
     guard let pointer else { return }
+    // Takes back the reference `current` stored, so the loop is released after this.
     let loop = Unmanaged<EventRunLoop>.fromOpaque(pointer).takeRetainedValue()
     loop.threadDidExit()
   }

@@ -9,6 +9,10 @@
 struct JobQueue {
   /// Guarded by the loop's lock: jobs not yet taken.
   var jobs: [UnownedJob] = []
+  /// Guarded by the loop's lock: when and by whom the jobs were queued, index for index,
+  /// for jobs queued while some instrument wants call-outs; shorter than `jobs` (usually
+  /// empty, allocating nothing) when some were queued untraced.
+  var stamps: [JobStamp?] = []
   /// Guarded by the loop's lock: the emptied array of the last batch, `nil` while a batch is
   /// being run (the loop thread holds it).
   var spare: [UnownedJob]? = []
@@ -33,6 +37,24 @@ struct JobQueue {
     self.name = name
   }
 
+  /// Queues `job`, with its stamp if it was queued while tracing.
+  mutating func append(_ job: UnownedJob, stamp: JobStamp?) {
+    if let stamp {
+      if stamps.count < jobs.count {
+        stamps.append(contentsOf: repeatElement(nil, count: jobs.count - stamps.count))
+      }
+      stamps.append(stamp)
+    }
+    jobs.append(job)
+  }
+
+  /// The stamps of the jobs being taken as a batch (nothing to move when none was traced).
+  mutating func takeStamps() -> [JobStamp?] {
+    guard !stamps.isEmpty else { return [] }
+    defer { stamps = [] }
+    return stamps
+  }
+
   /// Whether a run in `mode` may run these jobs now: the mode is one of the executor's, and
   /// no job of this executor is on the loop thread's stack (a batch is out, `spare` is nil).
   func isRunnable(in mode: LoopMode, modeIsCommon: Bool) -> Bool {
@@ -43,5 +65,20 @@ struct JobQueue {
   func matches(_ mode: LoopMode, modeIsCommon: Bool) -> Bool {
     if commonModesOnly { return modeIsCommon }
     return modes.contains(mode) || (modeIsCommon && modes.contains(.common))
+  }
+}
+
+/// When a job was queued (a `LoopClock` reading) and who queued it: recorded only while
+/// some instrument wants call-outs, and reported by the job's call-out as its due time and
+/// cause, so the enqueue-to-run delay of jobs shows in traces and metrics.
+struct JobStamp {
+  let queuedAt: Int64
+  let cause: CalloutCause
+
+  /// A stamp for a job queued now if some instrument wants call-outs (one relaxed atomic
+  /// load), else `nil`.
+  static func ifTracing() -> JobStamp? {
+    guard let cause = CalloutCause.captureIfTracing() else { return nil }
+    return JobStamp(queuedAt: LoopClock.now(), cause: cause)
   }
 }

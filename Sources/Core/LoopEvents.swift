@@ -272,6 +272,8 @@ final class _LoopEventBuffer<Element: Sendable>: Sendable {
 
   func next() async -> Element? {
     await withTaskCancellationHandler {
+      // Unsafe (unchecked) continuation: the buffer's state, under its lock, holds it and
+      // resumes it exactly once (with an element, at the end, or on cancellation).
       await withUnsafeContinuation { (continuation: UnsafeContinuation<Element?, Never>) in
         let outcome = state.withLock { state -> _NextOutcome<Element> in
           if state.ended { return .none }

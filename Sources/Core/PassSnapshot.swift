@@ -1,5 +1,5 @@
-/// What a pass in one mode reads from the loop's shared state (`LoopState`): the mode's
-/// custom sources, whether it has descriptor watches, the deadline sources. Taken under the
+/// What a pass in one mode reads from the loop's shared state (`LoopState`): whether the mode
+/// has custom sources and descriptor watches, the deadline sources. Taken under the
 /// state's lock and kept by the loop's thread for as long as nothing it holds has changed,
 /// so that a pass with nothing new takes no lock.
 ///
@@ -14,8 +14,9 @@ struct PassSnapshot {
   let mode: LoopMode
   /// Whether ``mode`` is one of the loop's common modes.
   let isCommon: Bool
-  /// The custom sources of the mode, in call-out order.
-  let sources: [CustomInputSource]
+  /// Whether the mode has custom sources (step 4 reads the signalled ones from the loop's
+  /// ``SignalInbox``, not from here: a change to the sources costs a snapshot nothing more).
+  let hasSources: Bool
   /// Whether the mode has descriptor watches.
   let hasWatches: Bool
   /// Whether some watch is held out of the `epoll` set (see `LoopState.heldTokens`).
@@ -25,28 +26,28 @@ struct PassSnapshot {
 
 /// The loop thread's latest snapshot. Only this file reads it.
 ///
-/// Between runs the snapshot is parked in `LoopState` (moved, not copied), where the lock
-/// that guards every change lets go of it as soon as anything changes: a thread that runs
-/// its loop again and again (zero-timeout runs in a game loop, say) takes it back without
-/// rebuilding it, and a loop that is not running keeps nothing alive that was removed.
+/// Between runs the snapshot is parked in ``ActiveRuns`` (moved, not copied), where any
+/// change of structure lets go of it at once: a thread that runs its loop again and again
+/// (zero-timeout runs in a game loop, say) takes it back without rebuilding it, and a loop
+/// that is not running keeps nothing alive that was removed.
 struct PassSnapshotSlot {
   fileprivate var latest: PassSnapshot?
 
-  /// Moves the snapshot into `state` (call holding its lock, as the outermost run ends).
-  mutating func park(in state: inout LoopState) {
-    state.parkedSnapshot = latest.take()
+  /// Moves the snapshot out, to be parked as the outermost run ends.
+  mutating func park() -> PassSnapshot? {
+    latest.take()
   }
 
-  /// Takes back a snapshot parked in `state`, if nothing has changed since (call holding
-  /// its lock, as the outermost run starts).
-  mutating func unpark(from state: inout LoopState) {
-    latest = state.parkedSnapshot.take()
+  /// Takes back the snapshot the last run parked, if nothing has let go of it, as the
+  /// outermost run begins.
+  mutating func unpark(_ snapshot: consuming PassSnapshot?) {
+    latest = snapshot
   }
 }
 
 extension EventRunLoop {
   /// What a pass in `mode` reads, current when read: a `_read` accessor, so reading a field
-  /// borrows the stored snapshot instead of copying it (a copy retains its two arrays).
+  /// borrows the stored snapshot instead of copying it (a copy retains its array).
   subscript(passIn mode: LoopMode) -> PassSnapshot {
     _read {
       assertOnLoopThread()
@@ -60,6 +61,20 @@ extension EventRunLoop {
     }
   }
 
+  /// Whether `mode` is one of the loop's common modes, as a pass in it reads it: the
+  /// snapshot's answer through a plain call, for paths that must allocate nothing even
+  /// unoptimized (where reading through the `_read` accessor allocates its frame).
+  func isCommonInPass(_ mode: LoopMode) -> Bool {
+    assertOnLoopThread()
+    let structure = published.structure.load(ordering: .sequentiallyConsistent)
+    if structure != local.passSnapshot.latest?.structure
+      || mode != local.passSnapshot.latest?.mode
+    {
+      local.passSnapshot.latest = takeSnapshot(for: mode)
+    }
+    return local.passSnapshot.latest!.isCommon
+  }
+
   /// Lets go of the snapshot (the loop's thread is exiting).
   func dropPassSnapshot() {
     local.passSnapshot = PassSnapshotSlot()
@@ -70,11 +85,11 @@ extension EventRunLoop {
   @inline(never)
   private func takeSnapshot(for mode: LoopMode) -> PassSnapshot {
     state.withLock { state in
-      let sources = state.sources(for: mode)
       let common = state.commonModes
       return PassSnapshot(
         structure: state.published.structure.load(ordering: .sequentiallyConsistent),
-        mode: mode, isCommon: common.contains(mode), sources: sources,
+        mode: mode, isCommon: common.contains(mode),
+        hasSources: state.sources.hasItems(for: mode, commonModes: common),
         hasWatches: state.watches.hasItems(for: mode, commonModes: common),
         hasHeldWatches: !state.heldTokens.isEmpty, deadlineSources: state.deadlineSources)
     }

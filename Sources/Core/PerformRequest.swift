@@ -59,14 +59,17 @@ public final class PerformRequest: Sendable {
   /// let request = loop.perform(inModes: [.default]) { redraw() }
   /// request.modes  // [.default]
   /// ```
-  public let modes: [LoopMode]
+  public var modes: [LoopMode] { otherModes ?? EventRunLoop.commonModesOnly }
 
   // Touched only by the thread that moves the request out of `pending` (the loop's, to run
   // it; a canceller's or the exiting thread's, to drop it): the state's compare-and-swap
   // picks exactly one, and orders its use after everything before.
   private nonisolated(unsafe) var body: (@Sendable () -> Void)?
-  // The default, `[.common]`: matching is then one flag, not a search of `modes`.
-  private let commonModesOnly: Bool
+  // The modes unless they are the default, `[.common]` (nil): matching is then one flag, not
+  // a search, and a request made with the default holds no array, so every thread that
+  // performs does not retain and release the one shared default array (two atomic
+  // operations on a cache line the loops' threads would pass back and forth).
+  private let otherModes: [LoopMode]?
   private let stateBits = Atomic<UInt8>(State.pending.rawValue)
   private let done: DispatchSemaphore?
   // When it was queued (a `LoopClock` reading), or 0: read only while some instrument
@@ -74,6 +77,8 @@ public final class PerformRequest: Sendable {
   // of perform requests shows in traces and metrics. Written before the request is queued
   // (under the loop's lock), read by the loop thread after it takes the request out.
   nonisolated(unsafe) var queuedAt: Int64 = 0
+  // Who queued it (see `CalloutCause`), recorded with `queuedAt` and reported with it.
+  nonisolated(unsafe) var cause: CapturedCause?
   // The next request in the `RequestList` this one is in (the loop's queue or a batch);
   // touched only by the list's owner: under the loop's lock, or on its thread.
   nonisolated(unsafe) var next: PerformRequest?
@@ -83,10 +88,18 @@ public final class PerformRequest: Sendable {
     body: @escaping @Sendable () -> Void
   ) {
     self.name = name
-    self.modes = modes
-    self.commonModesOnly = Self.isCommonModesOnly(modes)
+    self.otherModes = Self.isCommonModesOnly(modes) ? nil : modes
     self.body = body
     self.done = waitable ? DispatchSemaphore(value: 0) : nil
+  }
+
+  /// A request that runs in the common modes and is not waited for: what
+  /// ``EventRunLoop/perform(_:)`` makes.
+  init(name: String, body: @escaping @Sendable () -> Void) {
+    self.name = name
+    self.otherModes = nil
+    self.body = body
+    self.done = nil
   }
 
   deinit {
@@ -129,8 +142,8 @@ public final class PerformRequest: Sendable {
   /// Whether the request may run in `mode`, given whether `mode` is one of the loop's
   /// common modes.
   func matches(_ mode: LoopMode, modeIsCommon: Bool) -> Bool {
-    if commonModesOnly { return modeIsCommon }
-    return modes.contains(mode) || (modeIsCommon && modes.contains(.common))
+    guard let otherModes else { return modeIsCommon }
+    return otherModes.contains(mode) || (modeIsCommon && otherModes.contains(.common))
   }
 
   func transition(from old: State, to new: State) -> Bool {
@@ -144,7 +157,8 @@ public final class PerformRequest: Sendable {
     guard transition(from: .pending, to: .running) else { return }
     // Moved out: the request lets go of its closure as it runs it.
     if let body = body.take() {
-      loop.callOut(.block, name: name, dueAt: queuedAt == 0 ? nil : queuedAt, body)
+      loop.callOut(
+        .block, name: name, dueAt: queuedAt == 0 ? nil : queuedAt, cause: cause?.cause, body)
     }
     stateBits.store(State.finished.rawValue, ordering: .releasing)
     done?.signal()

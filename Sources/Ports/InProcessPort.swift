@@ -40,6 +40,8 @@ import Synchronization
 /// room throw ``/RunLoopCore/RunLoopError/Code/invalidated``, later sends throw it too, and
 /// messages still queued are discarded (their number is in ``discardedOnInvalidation``).
 public final class InProcessPort: @unchecked Sendable {
+  // Unchecked: each `var` below says why it needs no lock (set once in init, before the
+  // object is shared, or touched on one thread only); the rest is locked or atomic.
   /// The port's name in traces.
   ///
   /// ```swift
@@ -100,7 +102,10 @@ public final class InProcessPort: @unchecked Sendable {
     self.eventDescriptor = descriptor
     self.handler = handler
     for _ in 0..<capacity { slots.signal() }
-    self.watch = DescriptorWatch(fileDescriptor: descriptor, name: name) { [link] _ in
+    // Without a call-out kind: the port calls out once per message, each with its sender.
+    self.watch = DescriptorWatch(
+      fileDescriptor: descriptor, name: name, order: 0, calloutKind: nil
+    ) { [link] _ in
       link.target?.deliverQueued()
     }
     link.attach(self)
@@ -193,6 +198,10 @@ public final class InProcessPort: @unchecked Sendable {
     var delivered = message
     delivered.sendPort = message.receivePort
     delivered.receivePort = self
+    if let cause = CalloutCause.captureIfTracing() {
+      delivered.sentAt = LoopClock.now()
+      delivered.cause = CapturedCause(cause)
+    }
     let queued = state.withLock { state -> Bool in
       guard state.valid else { return false }
       state.queue.append(delivered)
@@ -331,6 +340,7 @@ public final class InProcessPort: @unchecked Sendable {
   /// and signal of the loop (the soak test saw a signal wait more than 10 s).
   private func deliverQueued() {
     var tookQueue = false
+    var loop: EventRunLoop?
     while true {
       if taken.isEmpty {
         guard !tookQueue else { return }
@@ -341,6 +351,7 @@ public final class InProcessPort: @unchecked Sendable {
           _ = read(eventDescriptor, &count, 8)
           state.notified = false
           swap(&taken, &state.queue)
+          loop = state.owner
           return taken.count
         }
         guard let refilled, refilled > 0 else { return }
@@ -353,7 +364,15 @@ public final class InProcessPort: @unchecked Sendable {
         state.withLock { $0.discarded += left }
         return
       }
-      handler(taken.removeFirst())
+      let message = taken.removeFirst()
+      guard let loop else {
+        handler(message)
+        continue
+      }
+      loop.callOut(
+        .port, name: name, dueAt: message.sentAt == 0 ? nil : message.sentAt,
+        cause: message.cause?.cause
+      ) { handler(message) }
     }
   }
 }

@@ -41,6 +41,8 @@ import RunLoopCore
 /// bytes of unfinished frames and unsent replies held across all connections stay within
 /// ``maxBufferedBytes``. ``statistics`` counts each of these.
 public final class NamedPortServer: @unchecked Sendable {
+  // Unchecked: each `var` below says why it needs no lock (set once in init, before the
+  // object is shared, or touched on one thread only); the rest is locked or atomic.
   /// The registered name.
   ///
   /// ```swift
@@ -505,6 +507,7 @@ public final class NamedPortServer: @unchecked Sendable {
       version: 1, kind: .failure, msgid: 0, requestID: 0, payload: Array(notice.utf8)
     )
     .encoded()
+    // send(2) reads the frame's bytes in place.
     _ = refusal.withUnsafeBytes {
       send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
     }
@@ -514,6 +517,7 @@ public final class NamedPortServer: @unchecked Sendable {
     // invalidate() from another thread closes on a later pass: stop serving at once.
     guard isValid else { return }
     let descriptor = connection.source.fileDescriptor
+    // read(2) fills the kept buffer in place (no allocation per read).
     let count = readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
     if count == 0 {
       // End of file: fine between frames, a truncated frame otherwise.
@@ -732,6 +736,7 @@ public final class NamedPortServer: @unchecked Sendable {
     let descriptor = connection.source.fileDescriptor
     defer { _ = account(connection) }
     while !connection.output.isEmpty {
+      // send(2) reads the queued bytes in place.
       let written = connection.output.withUnsafeBytes {
         send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
       }
@@ -760,6 +765,7 @@ public final class NamedPortServer: @unchecked Sendable {
       version: 1, kind: .failure, msgid: 0, requestID: 0, payload: Array(notice.utf8)
     )
     .encoded()
+    // send(2) reads the frame's bytes in place.
     _ = frame.withUnsafeBytes {
       send(connection.source.fileDescriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
     }
@@ -795,6 +801,7 @@ struct _ServerState {
 /// One client connection of a server. Loop thread only, except `source`, which is set
 /// before the connection is shared.
 final class _ServerConnection: @unchecked Sendable {
+  // Unchecked: the loop thread is the only one to touch its `var`s (see above).
   let peerPID: pid_t
   let peerUID: uid_t
   var source: DescriptorSource!

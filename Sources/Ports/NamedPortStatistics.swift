@@ -121,5 +121,5 @@ public struct NamedPortStatistics: Sendable, Hashable {
   /// ```swift
   /// let none = NamedPortStatistics()
   /// ```
-  public init() {}
+  package init() {}
 }

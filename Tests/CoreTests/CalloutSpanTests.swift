@@ -124,3 +124,124 @@ struct CalloutSpanTests {
     #expect(UInt64.max.spanHex == "ffffffffffffffff")
   }
 }
+
+/// Runs `body` on a new thread that has no run loop (a plain pthread) and waits for it.
+func onPlainThread(_ body: @escaping @Sendable () -> Void) {
+  final class Box: Sendable {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+  }
+  var thread = pthread_t()
+  let status = pthread_create(
+    &thread, nil,
+    { argument in
+      Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
+      return nil
+    }, Unmanaged.passRetained(Box(body)).toOpaque())
+  precondition(status == 0, "pthread_create failed: \(status)")
+  pthread_join(thread, nil)
+}
+
+@Suite("Causes of perform requests, source signals and jobs")
+struct CauseCaptureTests {
+  /// What a call-out on a traced loop thread "A" that ran `body` looks like as a cause.
+  private func causeOfCallout(
+    _ body: @escaping @Sendable () -> Void
+  ) throws -> CalloutCause {
+    try onNewThread("A") { loop -> CalloutCause in
+      let log = CalloutLog()
+      loop.addInstrument(log)
+      defer { loop.removeInstrument(log) }
+      loop.perform(name: "sender", body)
+      try loop.run(mode: .default, timeout: .zero)
+      return CalloutCause(span: log.records[0].span, threadID: crl_current_tid(), loopID: loop.id)
+    }
+  }
+
+  @Test func aPerformQueuedFromACalloutOnLoopARunsOnLoopBWithAsSpanLoopAndThreadAsItsCause()
+    throws
+  {
+    let log = CalloutLog()
+    let b = try startLoopThread(name: "B") { $0.addInstrument(log) }
+    defer { stopLoopThread(b) }
+    let sender = try causeOfCallout { b.runLoop.perform(name: "effect") {} }
+    #expect(eventually { log.records.contains { $0.name == "effect" } })
+    let effect = try #require(log.records.first { $0.name == "effect" })
+    #expect(effect.kind == .block)
+    #expect(effect.cause == sender)
+    #expect(effect.cause?.loopID != b.runLoop.id)
+    #expect(effect.dueAt != nil)
+  }
+
+  @Test func aSourceSignalledFromAPlainThreadHasNoCauseLoopAndSpanZero() throws {
+    let log = CalloutLog()
+    let source = CustomInputSource(name: "work") {}
+    let b = try startLoopThread(name: "B") { loop in
+      loop.addInstrument(log)
+      try loop.add(source, mode: .default)
+    }
+    defer { stopLoopThread(b) }
+    let signaller = GuardedState<pid_t>(0)
+    onPlainThread {
+      signaller.withLock { $0 = crl_current_tid() }
+      source.signalAndWakeUp()
+    }
+    #expect(eventually { log.records.contains { $0.name == "work" } })
+    let effect = try #require(log.records.first { $0.name == "work" })
+    #expect(effect.cause == CalloutCause(span: 0, threadID: signaller.withLock { $0 }))
+  }
+
+  @Test func aSourceRunsWithTheCauseOfItsFirstSignalSinceItLastRan() throws {
+    let log = CalloutLog()
+    let source = CustomInputSource(name: "work") {}
+    try onNewThread("B") { loop in
+      loop.addInstrument(log)
+      defer { loop.removeInstrument(log) }
+      try loop.add(source, mode: .default)
+      let first = GuardedState<pid_t>(0)
+      onPlainThread {
+        first.withLock { $0 = crl_current_tid() }
+        source.signal()
+      }
+      onPlainThread { source.signal() }
+      try loop.run(mode: .default, timeout: .zero)
+      source.signal()
+      try loop.run(mode: .default, timeout: .zero)
+      let performs = log.records.filter { $0.name == "work" }
+      #expect(performs.count == 2)
+      #expect(performs.first?.cause == CalloutCause(span: 0, threadID: first.withLock { $0 }))
+      // The second signal came from the loop's own thread, outside any call-out.
+      #expect(
+        performs.last?.cause == CalloutCause(span: 0, threadID: crl_current_tid(), loopID: loop.id))
+    }
+  }
+
+  @Test func aSourceSignalledFromACalloutOnLoopANamesThatCalloutAsItsCause() throws {
+    let log = CalloutLog()
+    let source = CustomInputSource(name: "work") {}
+    let b = try startLoopThread(name: "B") { loop in
+      loop.addInstrument(log)
+      try loop.add(source, mode: .default)
+    }
+    defer { stopLoopThread(b) }
+    let sender = try causeOfCallout { source.signalAndWakeUp() }
+    #expect(eventually { log.records.contains { $0.name == "work" } })
+    #expect(log.records.first { $0.name == "work" }?.cause == sender)
+  }
+
+  @Test func aJobEnqueuedFromACalloutOnLoopANamesThatCalloutAsItsCause() throws {
+    let log = CalloutLog()
+    let b = try startLoopThread(name: "B") { $0.addInstrument(log) }
+    defer { stopLoopThread(b) }
+    let executor = b.runLoop
+    let ran = GuardedState(false)
+    let sender = try causeOfCallout {
+      Task(executorPreference: executor) { ran.withLock { $0 = true } }
+    }
+    #expect(eventually { ran.withLock { $0 } })
+    #expect(eventually { log.records.contains { $0.kind == .job } })
+    let job = try #require(log.records.first { $0.kind == .job })
+    #expect(job.cause == sender)
+    #expect(job.dueAt != nil)
+  }
+}

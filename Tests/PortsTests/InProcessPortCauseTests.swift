@@ -1,0 +1,50 @@
+import CRunLoopLinux
+import Glibc
+import RunLoopCore
+import RunLoopPorts
+import Testing
+
+/// Keeps the call-out records a loop reports.
+private final class Callouts: RunLoopInstrument, Sendable {
+  let interests: InstrumentInterests = .callouts
+  private let recorded = GuardedState<[CalloutRecord]>([])
+  var records: [CalloutRecord] { recorded.withLock { $0 } }
+
+  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
+    recorded.withLock { $0.append(callout) }
+  }
+}
+
+@Suite("In-process port messages and their causes")
+struct InProcessPortCauseTests {
+  @Test func eachMessageRunsInItsOwnPortCalloutNamingTheSendingCalloutAsItsCause() throws {
+    let receiverLog = Callouts()
+    let port = try InProcessPort(name: "inbox") { _ in }
+    let receiver = try startLoopThread("receiver") { loop in
+      loop.addInstrument(receiverLog)
+      try port.add(to: loop, mode: .default)
+    }
+    let sender = try startLoopThread("sender")
+    let senderLog = Callouts()
+    sender.runLoop.addInstrument(senderLog)
+    sender.runLoop.perform(name: "send") {
+      try? port.send(msgid: 1, before: .now + .seconds(5))
+      try? port.send(msgid: 2, before: .now + .seconds(5))
+    }
+    sender.runLoop.wakeUp()
+    #expect(eventually { receiverLog.records.filter { $0.name == "inbox" }.count == 2 })
+    let sending = try #require(senderLog.records.first { $0.name == "send" })
+    let expected = CalloutCause(
+      span: sending.span, threadID: try #require(sender.threadID), loopID: sender.runLoop.id)
+    let messages = receiverLog.records.filter { $0.name == "inbox" }
+    #expect(messages.map(\.kind) == [.port, .port])
+    #expect(messages.map(\.cause) == [expected, expected])
+    #expect(messages.allSatisfy { $0.dueAt != nil && $0.span != 0 })
+    #expect(Set(messages.map(\.span)).count == 2)
+    // One call-out per message, none for draining the port's queue.
+    #expect(receiverLog.records.filter { $0.kind == .port }.count == 2)
+    try finish(sender)
+    try finish(receiver)
+    port.invalidate()
+  }
+}
