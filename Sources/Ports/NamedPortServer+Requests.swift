@@ -59,7 +59,10 @@ extension NamedPortServer {
         server.deferReplies { [weak book] server, message, route in
           guard let book else {
             // The sequence is gone: the server is being invalidated.
-            if let route { server.answer(route, with: .failure(.stopped(server.name))) }
+            if let route {
+              server.answer(route, with: .failure(.stopped(server.name)))
+              server.count { $0.requestsAnsweredAtStop += 1 }
+            }
             return
           }
           book.receive(message, route: route, into: feed)
@@ -138,6 +141,7 @@ final class _RequestBook: Sendable {
       }
       guard ticket != nil else {
         server.answer(route, with: .failure(.stopped(server.name)))
+        server.count { $0.requestsAnsweredAtStop += 1 }
         return
       }
     }
@@ -153,7 +157,9 @@ final class _RequestBook: Sendable {
       _ = answer(ticket, with: .failure(.busy(server.name, capacity: capacity)))
       server.count { $0.requestsRefusedBusy += 1 }
     case .ended:
-      if let ticket { _ = answer(ticket, with: .failure(.stopped(server.name))) }
+      if let ticket, answer(ticket, with: .failure(.stopped(server.name))) {
+        server.count { $0.requestsAnsweredAtStop += 1 }
+      }
     }
   }
 
