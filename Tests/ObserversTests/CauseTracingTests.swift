@@ -186,4 +186,19 @@ struct CauseTracingTests {
     #expect(written.filter { $0["ph"] as? String == "s" }.count == 2)
     #expect(written.filter { $0["ph"] as? String == "f" }.count == 2)
   }
+
+  @Test func theTimelineDrawsAnArrowFromEachCauseToItsEffectAcrossThreadRows() throws {
+    let path = temporaryPath("causes-timeline.jsonl")
+    defer { unlink(path) }
+    let a = try sendAcrossLoops(sinks: [try JSONLinesSink(path: path)])
+    let records = try TraceLog.read(contentsOf: path)
+    let svg = TraceTimeline.svg(from: records)
+    let arrows = svg.components(separatedBy: "<path class=\"cause\"").dropFirst()
+    // The sender's perform is the one cause with a call-out of its own in the log.
+    #expect(arrows.count == 1)
+    let arrow = try #require(arrows.first)
+    #expect(arrow.contains("block: sender (tid \(a.tid)) caused block: effect"))
+    #expect(arrow.contains("marker-end=\"url(#arrow)\""))
+    #expect(svg.contains("→ caused"))
+  }
 }
