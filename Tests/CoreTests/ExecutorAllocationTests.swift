@@ -34,3 +34,30 @@ struct ExecutorAllocationTests {
     #expect(toLoop <= toBare + 10, "\(line)")
   }
 }
+
+/// Work queued for a loop records its cause only while call-outs are traced: counted in a
+/// child process (no other test's instruments there), on the queueing thread.
+@Suite("Causes: allocations")
+struct CauseAllocationTests {
+  @Test(.enabled(if: !underThreadSanitizer, "malloc cannot be counted under ThreadSanitizer"))
+  func untracedQueueingAllocatesNothingForCausesAndTracedOnlyABoxPerRequest() throws {
+    let helper = try HelperProcess(["causes", "1000"], executable: "RunLoopAllocationHelper")
+    let line = helper.readLine(timeout: .seconds(60)) ?? ""
+    #expect(helper.waitForExit(timeout: .seconds(30)) == 0)
+    var counts: [String: Int] = [:]
+    for field in line.split(separator: " ") {
+      let parts = field.split(separator: ":")
+      if parts.count == 2, let value = Int(parts[1]) { counts[String(parts[0])] = value }
+    }
+    #expect(counts["requests"] == 1000)
+    let untraced = try #require(counts["perform-untraced"], "no count in \(line)")
+    let traced = try #require(counts["perform-traced"], "no count in \(line)")
+    // Untraced: the request itself, one allocation each (its closure captures nothing).
+    #expect(untraced <= 1000 + 10, "\(line)")
+    // Traced: one more each, the box holding the cause.
+    #expect(traced - untraced >= 1000 - 10 && traced - untraced <= 1000 + 10, "\(line)")
+    // A signal allocates nothing, traced or not: its cause is kept in the source.
+    #expect((counts["signal-untraced"] ?? .max) <= 10, "\(line)")
+    #expect((counts["signal-traced"] ?? .max) <= 10, "\(line)")
+  }
+}
