@@ -9,6 +9,20 @@ import Testing
 private let underThreadSanitizer =
   dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
 
+/// Runs `RunLoopAllocationHelper` with `arguments`; returns its line of `name:count` fields
+/// and the counts by name.
+private func allocationCounts(_ arguments: [String]) throws -> (String, [String: Int]) {
+  let helper = try HelperProcess(arguments, executable: "RunLoopAllocationHelper")
+  let line = helper.readLine(timeout: .seconds(60)) ?? ""
+  #expect(helper.waitForExit(timeout: .seconds(30)) == 0)
+  var counts: [String: Int] = [:]
+  for field in line.split(separator: " ") {
+    let parts = field.split(separator: ":")
+    if parts.count == 2, let value = Int(parts[1]) { counts[String(parts[0])] = value }
+  }
+  return (line, counts)
+}
+
 /// The enqueue path of a loop's executor allocates nothing of its own: counted in a child
 /// process that interposes malloc (`RunLoopAllocationHelper`, Tests/AllocationHelper).
 @Suite("Loops as executors: allocations")
@@ -16,15 +30,8 @@ struct ExecutorAllocationTests {
   // The count is a property of the code, not of its threads: the plain run checks it.
   @Test(.enabled(if: !underThreadSanitizer, "malloc cannot be counted under ThreadSanitizer"))
   func enqueueingJobsOnALoopAllocatesNoMoreThanOnABareExecutor() throws {
-    let helper = try HelperProcess(["10000"], executable: "RunLoopAllocationHelper")
-    let line = helper.readLine(timeout: .seconds(60)) ?? ""
-    #expect(helper.waitForExit(timeout: .seconds(30)) == 0)
     // "hops:10000 bare-to-loop:<n> bare-to-bare:<m> loop-thread:<k>"
-    var counts: [String: Int] = [:]
-    for field in line.split(separator: " ") {
-      let parts = field.split(separator: ":")
-      if parts.count == 2, let value = Int(parts[1]) { counts[String(parts[0])] = value }
-    }
+    let (line, counts) = try allocationCounts(["10000"])
     let toLoop = try #require(counts["bare-to-loop"], "no count in \(line)")
     let toBare = try #require(counts["bare-to-bare"], "no count in \(line)")
     #expect(counts["hops"] == 10_000)
@@ -41,14 +48,7 @@ struct ExecutorAllocationTests {
 struct CauseAllocationTests {
   @Test(.enabled(if: !underThreadSanitizer, "malloc cannot be counted under ThreadSanitizer"))
   func untracedQueueingAllocatesNothingForCausesAndTracedOnlyABoxPerRequest() throws {
-    let helper = try HelperProcess(["causes", "1000"], executable: "RunLoopAllocationHelper")
-    let line = helper.readLine(timeout: .seconds(60)) ?? ""
-    #expect(helper.waitForExit(timeout: .seconds(30)) == 0)
-    var counts: [String: Int] = [:]
-    for field in line.split(separator: " ") {
-      let parts = field.split(separator: ":")
-      if parts.count == 2, let value = Int(parts[1]) { counts[String(parts[0])] = value }
-    }
+    let (line, counts) = try allocationCounts(["causes", "1000"])
     #expect(counts["requests"] == 1000)
     let untraced = try #require(counts["perform-untraced"], "no count in \(line)")
     let traced = try #require(counts["perform-traced"], "no count in \(line)")

@@ -5,23 +5,6 @@ import RunLoopJournal
 import RunLoopObservers
 import Testing
 
-/// Runs `body` on a new thread that has no run loop (a plain pthread) and waits for it.
-private func onPlainThread(_ body: @escaping @Sendable () -> Void) {
-  final class Box: Sendable {
-    let body: @Sendable () -> Void
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-  }
-  var thread = pthread_t()
-  let status = pthread_create(
-    &thread, nil,
-    { argument in
-      Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
-      return nil
-    }, Unmanaged.passRetained(Box(body)).toOpaque())
-  precondition(status == 0, "pthread_create failed: \(status)")
-  pthread_join(thread, nil)
-}
-
 @Suite("Cause and effect in the JSON log and journald")
 struct CauseTracingTests {
   /// Loop A runs a perform request "sender" that queues "effect" on loop B (and signals B's
