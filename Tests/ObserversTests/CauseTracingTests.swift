@@ -111,7 +111,7 @@ struct CauseTracingTests {
     let start = try #require(starts.first)
     let end = try #require(ends.first)
     #expect(start["id"] as? Int == end["id"] as? Int)
-    #expect(start["cat"] as? String == "cause" && end["cat"] as? String == "cause")
+    #expect(start["cat"] as? String == "flow" && end["cat"] as? String == "flow")
     #expect(start["name"] as? String == end["name"] as? String)
     #expect(end["bp"] as? String == "e")
     let sender = try #require(records.first { $0.calloutName == "sender" })
@@ -120,7 +120,7 @@ struct CauseTracingTests {
     func inside(_ event: [String: any Sendable], _ record: TraceRecord) -> Bool {
       let timestamp = event["ts"] as? Double ?? -1
       return event["tid"] as? Int == Int(record.tid)
-        && timestamp > Double(record.timestamp) / 1000
+        && timestamp >= Double(record.timestamp) / 1000
         && timestamp < Double(record.endTimestamp) / 1000
     }
     #expect(inside(start, sender))
