@@ -31,6 +31,7 @@ extension EventRunLoop {
     _ body: @escaping @Sendable () throws -> Value
   ) async throws -> Value {
     let waiter = _PerformWaiter<Value>()
+    defer { waiter.awaitResumption() }
     return try await withTaskCancellationHandler {
       // Unsafe (unchecked) continuation: `_PerformWaiter` resumes it exactly once, under its
       // lock, which is what the checked kind would verify at a cost per await.
@@ -52,31 +53,42 @@ extension EventRunLoop {
 
 /// The awaiting side of an awaitable perform: the suspended task's continuation, the request,
 /// and whether the task was cancelled. Resumes the task exactly once.
+///
+/// Two locks, never held together. `state` keeps the request and the cancellation, and the
+/// task's cancellation handler takes it (the runtime runs that handler under a lock of the
+/// task's own). `resumption` keeps the continuation and is held while the continuation is
+/// resumed, so that the awaiting task, which takes `resumption` once after it resumed
+/// (``awaitResumption()``), is ordered after everything `resume` did on the loop's thread.
+/// The runtime orders the two already, with atomics that ThreadSanitizer cannot see; without
+/// this lock, a task that reused its frame for the next await while the loop's thread was
+/// still returning from `resume` showed up as a data race.
 final class _PerformWaiter<Value: Sendable>: Sendable {
   private struct State {
-    var continuation: UnsafeContinuation<Value, any Error>?
     var request: PerformRequest?
     var cancelRequested = false
+    /// The task was resumed: the request is done with and must not be kept.
+    var finished = false
   }
   private let state = GuardedState(State())
+  private let resumption = GuardedState<UnsafeContinuation<Value, any Error>?>(nil)
 
   /// Stores the continuation; returns `false`, having resumed it with `CancellationError`,
   /// when the task was cancelled already.
   func begin(_ continuation: UnsafeContinuation<Value, any Error>) -> Bool {
-    let cancelled = state.withLock { state -> Bool in
-      guard !state.cancelRequested else { return true }
-      state.continuation = continuation
+    let cancelled = state.withLock { $0.cancelRequested }
+    if cancelled {
+      continuation.resume(throwing: CancellationError())
       return false
     }
-    if cancelled { continuation.resume(throwing: CancellationError()) }
-    return !cancelled
+    resumption.withLock { $0 = continuation }
+    return true
   }
 
   /// Remembers the request; cancels it at once when the task was cancelled before it was
   /// queued (the cancellation handler ran first and found no request).
   func attach(_ request: PerformRequest) {
     let cancelNow = state.withLock { state -> Bool in
-      guard state.continuation != nil else { return false }
+      guard !state.finished else { return false }
       state.request = request
       return state.cancelRequested
     }
@@ -94,16 +106,21 @@ final class _PerformWaiter<Value: Sendable>: Sendable {
 
   /// Resumes the task with `result`, unless it was resumed already.
   func finish(_ result: Result<Value, any Error>) {
-    // Resumed under the lock: when the loop runs the request before the continuation's
-    // closure has returned, the task goes on without suspending, ordered after the resume
-    // only by the concurrency runtime's own atomics, which ThreadSanitizer cannot see; the
-    // closure's `attach` takes this lock after it, which it can. Nothing else is locked
-    // here, and no loop lock is held when a waiter's lock is taken, so enqueueing the task
-    // (on a loop executor: that loop's lock) under it cannot deadlock.
     state.withLock { state in
       state.request = nil
-      state.continuation.take()?.resume(with: result)
+      state.finished = true
     }
+    // Resumed under the lock: see the type's comment. `resume` only hands the task to its
+    // executor; it calls no code of ours, so no lock of ours is taken while this one is held.
+    resumption.withLock { continuation in
+      continuation.take()?.resume(with: result)
+    }
+  }
+
+  /// Called by the awaiting task once it resumed: waits out the loop thread's `resume`, if
+  /// it has not returned yet, so the task's next steps are ordered after it.
+  func awaitResumption() {
+    resumption.withLock { _ in }
   }
 
   /// The request let go of its closure without running it.
