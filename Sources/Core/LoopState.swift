@@ -36,9 +36,6 @@ struct LoopState {
   /// then its `LoopExecutor`s, which the loop keeps for its thread's life).
   var jobQueues: [JobQueue] = []
   var executors: [LoopExecutor] = []
-  /// The custom sources of the mode last asked for, in call-out order (see
-  /// ``sources(for:)``).
-  private var lastSources: (mode: LoopMode, sources: [CustomInputSource])?
 
   init(published: PublishedState, runs: ActiveRuns) {
     self.published = published
@@ -46,19 +43,9 @@ struct LoopState {
   }
 
   private mutating func structureDidChange() {
-    lastSources = nil
     published.structureDidChange()
     // The loop thread's snapshot, parked while no run is active, holds what just changed:
     // let go of it at once, with the items in it.
     _ = runs.dropParkedSnapshot()
-  }
-
-  /// The custom sources a run in `mode` sees, in call-out order; worked out once per mode
-  /// and change, and kept outside `sources`, so that keeping it is no change of structure.
-  mutating func sources(for mode: LoopMode) -> [CustomInputSource] {
-    if let lastSources, lastSources.mode == mode { return lastSources.sources }
-    let resolved = sources.items(for: mode, commonModes: commonModes)
-    lastSources = (mode, resolved)
-    return resolved
   }
 }

@@ -59,6 +59,7 @@ struct ScenarioCommand: ParsableCommand {
     var tracer: LoopTracer?
     var sink: JSONLinesSink?
     if let jsonLog {
+      Scenarios.jsonLogPath.withLock { $0 = jsonLog }
       do {
         sink = try JSONLinesSink(path: jsonLog)
         tracer = LoopTracer(sinks: [sink!])

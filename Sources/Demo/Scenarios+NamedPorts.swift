@@ -7,21 +7,46 @@ extension Scenarios {
   static let namedPortClientVariable = "RUNLOOP_DEMO_NAMED_PORT"
   static let namedPortDirectoryVariable = "RUNLOOP_DEMO_NAMED_PORT_DIRECTORY"
 
-  /// The child's side: look the name up, send one message, make one request, and exit 0 only
-  /// when the reply is the request in upper case.
-  static func namedPortClient(name: String, directory: String) -> Never {
-    do {
-      let registry = try PortNameRegistry(directory: directory)
-      let port = try NamedPort(name: name, registry: registry)
-      try port.send(msgid: 1, data: Array("hello from pid \(getpid())".utf8))
-      let reply = try port.request(
-        msgid: 2, data: Array("ping".utf8), sendTimeout: .seconds(1), receiveTimeout: .seconds(2))
-      port.invalidate()
-      exit(reply == Array("PING".utf8) ? 0 : 3)
-    } catch {
-      FileHandle.standardError.write(Data("named-port client: \(error)\n".utf8))
-      exit(4)
+  /// The JSON log of `runloop-demo scenario --json-log PATH`, so the named-ports scenario can
+  /// give its client process a log of its own next to it.
+  static let jsonLogPath = GuardedState<String?>(nil)
+
+  /// Where the client process of `named-ports` traces, next to the server's log `path`:
+  /// `ports.jsonl` gives `ports.client.jsonl`.
+  static func clientLogPath(besides path: String) -> String {
+    path.hasSuffix(".jsonl") ? String(path.dropLast(6)) + ".client.jsonl" : path + ".client"
+  }
+
+  /// The child's side: look the name up, then, in one call-out of this thread's loop (a
+  /// perform block named `send`), send one message and make one request; claims that the
+  /// reply is the request in upper case, so the child exits 0 only then. Traced (the child
+  /// runs with `--json-log`), both frames carry that call-out's span, so the two logs
+  /// exported together show the request crossing to the server and the reply coming back.
+  static func namedPortClient(name: String, directory: String, narration: Narration) throws {
+    let registry = try PortNameRegistry(directory: directory)
+    let port = try NamedPort(name: name, registry: registry)
+    let loop = EventRunLoop.current
+    let outcome = GuardedState<Result<[UInt8], RunLoopError>?>(nil)
+    loop.perform(name: "send") {
+      do throws(RunLoopError) {
+        try port.send(msgid: 1, data: Array("hello from pid \(getpid())".utf8))
+        let reply = try port.request(
+          msgid: 2, data: Array("ping".utf8), sendTimeout: .seconds(1),
+          receiveTimeout: .seconds(2))
+        outcome.withLock { $0 = .success(reply) }
+      } catch {
+        outcome.withLock { $0 = .failure(error) }
+      }
+      loop.stop()
     }
+    _ = try loop.run(mode: .default, timeout: .seconds(5))
+    port.invalidate()
+    let result = outcome.withLock { $0 }
+    if case .failure(let error) = result {
+      FileHandle.standardError.write(Data("named-port client: \(error)\n".utf8))
+    }
+    narration.expect(
+      (try? result?.get()) == Array("PING".utf8), "the server answered 'PING' to 'ping'")
   }
 
   static let namedPorts = Scenario(
@@ -34,7 +59,8 @@ extension Scenarios {
     if let name = environment[namedPortClientVariable],
       let directory = environment[namedPortDirectoryVariable]
     {
-      namedPortClient(name: name, directory: directory)
+      try namedPortClient(name: name, directory: directory, narration: narration)
+      return
     }
     let loop = EventRunLoop.current
     let directory = NSTemporaryDirectory() + "runloop-demo-ports-\(getpid())"
@@ -56,6 +82,13 @@ extension Scenarios {
     let child = Process()
     child.executableURL = URL(fileURLWithPath: "/proc/self/exe")
     child.arguments = ["scenario", "named-ports"]
+    if let serverLog = jsonLogPath.withLock({ $0 }) {
+      let clientLog = clientLogPath(besides: serverLog)
+      child.arguments! += ["--json-log", clientLog]
+      narration.say("The client traces to \(clientLog); draw both logs as one picture with")
+      narration.say(
+        "  runloop-demo trace export \(serverLog) \(clientLog) -o named-ports.trace.json")
+    }
     var childEnvironment = environment
     childEnvironment[namedPortClientVariable] = "demo.main"
     childEnvironment[namedPortDirectoryVariable] = directory

@@ -15,6 +15,7 @@ struct TraceCommand: ParsableCommand {
 
         runloop-demo trace summary runloop-trace.jsonl
         runloop-demo trace export runloop-trace.jsonl --chrome trace.json   (open at ui.perfetto.dev)
+        runloop-demo trace export server.jsonl client.jsonl -o both.json    (processes together)
         runloop-demo trace timeline runloop-trace.jsonl --svg timeline.svg  (open in a browser)
         runloop-demo trace timeline runloop-trace.jsonl --svg slow.svg --around-slowest 3
       """,
@@ -82,6 +83,7 @@ struct TraceCommand: ParsableCommand {
       throw DemoError("cannot write '\(path)': \(String(cString: strerror(errno)))")
     }
     defer { close(descriptor) }
+    // write(2) reads the bytes in place.
     let written = data.withUnsafeBytes { buffer -> Int in
       var offset = 0
       while offset < buffer.count {
@@ -137,16 +139,71 @@ struct TraceCommand: ParsableCommand {
 
   struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
-      abstract: "Write a Chrome Trace Event file (opens in ui.perfetto.dev or chrome://tracing).")
+      abstract: "Write a Chrome Trace Event file (opens in ui.perfetto.dev or chrome://tracing).",
+      discussion: """
+        Several logs (one per process, say a server's and its clients') make one picture: a \
+        track per process, and flow arrows from each call-out to the call-outs it caused, \
+        in its own process or, through named ports, in another.
 
-    @Argument(help: ArgumentHelp("The JSON log.", valueName: "file"))
-    var file: String
+          runloop-demo trace export server.jsonl client.jsonl -o both.json
+        """)
+
+    @Argument(help: ArgumentHelp("The JSON logs, one or more.", valueName: "file"))
+    var files: [String]
 
     @Option(
-      name: .long, help: ArgumentHelp("Where to write the Chrome trace.", valueName: "out.json"))
+      name: [.customLong("chrome"), .customShort("o"), .customLong("output")],
+      help: ArgumentHelp("Where to write the Chrome trace.", valueName: "out.json"))
     var chrome: String
 
+    func validate() throws {
+      guard !files.isEmpty else { throw ValidationError("name at least one JSON log") }
+    }
+
     func run() throws {
+      // Each log opens before anything is written, so a missing one is named as such.
+      for file in files { _ = try TraceCommand.reader(at: file) }
+      // Arrows need two passes; a pipe can be read once, so it is drawn without them.
+      if files.count == 1, !Self.isRegularFile(files[0]) {
+        return try exportOnce(files[0])
+      }
+      for file in files where !Self.isRegularFile(file) {
+        throw DemoError(
+          "'\(file)' is not a regular file: several logs are read twice (once to find the"
+            + " causes), so each must be a file")
+      }
+      let result: (events: Int, flows: Int, logs: [TraceLogReader])
+      do {
+        result = try ChromeTrace.write(fromLogsAt: files, toFileAt: chrome)
+      } catch {
+        let failedLog = files.first {
+          error.message.hasPrefix("read(\($0))") || error.message.hasPrefix("open(\($0))")
+        }
+        let failedCall = failedLog.map { "read '\($0)'" } ?? "write '\(chrome)'"
+        throw DemoError("cannot \(failedCall): \(TraceCommand.reason(error))")
+      }
+      do {
+        for reader in result.logs { try TraceCommand.finish(reader) }
+      } catch {
+        unlink(chrome)
+        throw error
+      }
+      let records = result.logs.reduce(0) { $0 + $1.records }
+      let logs = files.count == 1 ? "" : " from \(files.count) logs"
+      let arrows =
+        result.flows == 0 ? "" : ", \(result.flows) cause arrow\(result.flows == 1 ? "" : "s")"
+      StandardStreams.out(
+        "wrote \(chrome): \(records) records\(logs) as \(result.events) Chrome trace events"
+          + arrows)
+    }
+
+    static func isRegularFile(_ path: String) -> Bool {
+      var info = stat()
+      return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// One log read once (a pipe or FIFO): the events, without cause arrows.
+    private func exportOnce(_ file: String) throws {
       let reader = try TraceCommand.reader(at: file)
       let events: Int
       do {
@@ -162,7 +219,8 @@ struct TraceCommand: ParsableCommand {
         throw error
       }
       StandardStreams.out(
-        "wrote \(chrome): \(reader.records) records as \(events) Chrome trace events")
+        "wrote \(chrome): \(reader.records) records as \(events) Chrome trace events"
+          + " (no cause arrows: '\(file)' is not a regular file, and arrows read it twice)")
     }
   }
 

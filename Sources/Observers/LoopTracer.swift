@@ -30,7 +30,7 @@ import RunLoopCore
 /// // ... handle the request ...
 /// tracer.detach()  // then drop it: `shared` stays open for the other tracers
 /// ```
-public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
+public final class LoopTracer: RunLoopInstrument, Sendable {
   /// The id every record of this tracer carries in `run`, to tell traces apart.
   ///
   /// ```swift
@@ -223,6 +223,8 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
       event.dueAt = _TraceClock.nanoseconds(of: due)
       event.hasDue = true
     }
+    event.span = callout.span
+    event.cause = callout.cause
     send(&event, mode: info.mode.name, calloutKind: callout.kind.name, calloutName: callout.name)
   }
 
@@ -270,7 +272,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
       for sink in recordSinks { sink.enqueue(record) }
     case .full:
       // The string table is full: a whole record, built here, for every sink.
-      let record = TraceRecord(
+      var record = TraceRecord(
         run: runID, seq: event.seq, record: event.kind, timestamp: event.timestamp,
         wallTime: event.wallTime, pid: strings.processID, tid: event.tid,
         thread: strings.threadName(event.tid), loop: event.loop, mode: mode,
@@ -280,6 +282,7 @@ public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
         duration: event.kind == .activity ? nil : event.duration,
         dueAt: event.hasDue ? event.dueAt : nil,
         lateness: event.hasDue ? event.lateness : nil)
+      record.setSpan(event.span, cause: event.cause)
       for sink in sinks { sink.enqueue(record) }
     case .released:
       // Closed: a loop that had not yet seen the detach still called.

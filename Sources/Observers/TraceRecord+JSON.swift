@@ -1,5 +1,5 @@
 extension TraceRecord {
-  /// The record as one line of JSON (schema version 2), keys in schema order, ending in a
+  /// The record as one line of JSON (schema version 3), keys in schema order, ending in a
   /// newline.
   ///
   /// ```swift
@@ -72,6 +72,34 @@ extension TraceRecord {
     if let lateness {
       buffer.write(#","lateness_ns":"#)
       buffer.writeDecimal(lateness)
+    }
+    buffer.reserve(512)
+    if let span {
+      buffer.write(#","span":"#)
+      buffer.writeQuoted(span)
+    }
+    buffer.reserve(512)
+    if let causeSpan {
+      buffer.write(#","cause_span":"#)
+      buffer.writeQuoted(causeSpan)
+    }
+    buffer.reserve(512)
+    if let causeTid {
+      buffer.write(#","cause_tid":"#)
+      buffer.writeDecimal(Int64(causeTid))
+    }
+    if let causeLoop {
+      buffer.write(#","cause_loop":"#)
+      buffer.writeDecimal(causeLoop)
+    }
+    if let causePid {
+      buffer.write(#","cause_pid":"#)
+      buffer.writeDecimal(Int64(causePid))
+    }
+    buffer.reserve(512)
+    if let trace {
+      buffer.write(#","trace":"#)
+      buffer.writeQuoted(trace)
     }
     buffer.reserve(512)
     if let threadState {

@@ -1,3 +1,5 @@
+import RunLoopCore
+
 /// One record of a run-loop trace: an activity the loop reached, a call-out it made, or a
 /// sleep. The JSON Lines sink writes one per line (schema in
 /// `Docs/RunLoopGuide.docc/TraceSchema.md` and `Docs/trace-schema.json`); the journald sink sends
@@ -15,35 +17,16 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// ```swift
   /// assert(record.version == TraceRecord.schemaVersion)
   /// ```
-  public static let schemaVersion = 2
+  public static let schemaVersion = 3
 
   /// The schema versions ``TraceLog`` reads: version 1 is version 2 without the stall and
-  /// recovery records and their keys.
+  /// recovery records and their keys; version 2 is version 3 without the span and cause
+  /// keys.
   ///
   /// ```swift
   /// assert(TraceRecord.readableVersions.contains(record.version))
   /// ```
-  public static let readableVersions: ClosedRange<Int> = 1...2
-
-  /// What a record describes.
-  ///
-  /// ```swift
-  /// let sleeps = records.filter { $0.record == .sleep }
-  /// ```
-  public enum Kind: String, Sendable, Hashable, Codable {
-    /// The loop reached one of the six activities.
-    case activity
-    /// The loop returned from a call-out into user code.
-    case callout
-    /// The loop woke from a sleep.
-    case sleep
-    /// The stall watchdog found the loop awake past its threshold without sleeping; the
-    /// record names the call-out it is in and how long it has been awake (`duration_ns`).
-    case stall
-    /// A stalled loop went back to sleep (or left its run); `duration_ns` is how long it was
-    /// awake in all.
-    case recovery
-  }
+  public static let readableVersions: ClosedRange<Int> = 1...3
 
   /// The schema version of the record (``schemaVersion``).
   ///
@@ -161,6 +144,46 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// let lateness = record.lateness
   /// ```
   public var lateness: Int64?
+  /// The call-out's span (16 lowercase hex digits): an id unique in its process, which the
+  /// `causeSpan` of the work it queued names; only in call-out records.
+  ///
+  /// ```swift
+  /// let children = records.filter { $0.causeSpan == record.span }
+  /// ```
+  public var span: String?
+  /// The span of the call-out that caused this one (16 hex digits; all zeros when the cause
+  /// was made outside any call-out); only in call-out records of work that recorded its
+  /// cause (perform requests, signalled sources, port messages, jobs).
+  ///
+  /// ```swift
+  /// let parent = records.first { $0.span == record.causeSpan }
+  /// ```
+  public var causeSpan: String?
+  /// The kernel thread id of the thread that caused the call-out.
+  ///
+  /// ```swift
+  /// if record.causeTid != record.tid { print("caused from another thread") }
+  /// ```
+  public var causeTid: Int32?
+  /// The loop whose thread caused the call-out; absent when that thread has no loop.
+  ///
+  /// ```swift
+  /// if record.causeSpan != nil, record.causeLoop == nil { print("from a plain thread") }
+  /// ```
+  public var causeLoop: UInt64?
+  /// The process that caused the call-out, when that is another process (a named-port
+  /// message).
+  ///
+  /// ```swift
+  /// if let sender = record.causePid { print("sent by process \(sender)") }
+  /// ```
+  public var causePid: Int32?
+  /// The W3C trace id (32 lowercase hex digits) the cause came with.
+  ///
+  /// ```swift
+  /// let sameRequest = records.filter { $0.trace == record.trace }
+  /// ```
+  public var trace: String?
   /// The stalled thread's scheduling state as the kernel reported it when the stall was seen
   /// (`R` running, `S` sleeping, `D` in uninterruptible wait...); only in stall records.
   ///
@@ -183,12 +206,14 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   ///   run: "r1", seq: 1, record: .activity, timestamp: 10, wallTime: 0, pid: 1, tid: 1,
   ///   thread: "main", loop: 1, mode: "default", iteration: 0, depth: 1, activity: "entry")
   /// ```
-  public init(
+  package init(
     version: Int = TraceRecord.schemaVersion, run: String, seq: UInt64, record: Kind,
     timestamp: Int64, wallTime: Int64, pid: Int32, tid: Int32, thread: String, loop: UInt64,
     mode: String, iteration: UInt64, depth: Int, activity: String? = nil,
     calloutKind: String? = nil, calloutName: String? = nil, duration: Int64? = nil,
-    dueAt: Int64? = nil, lateness: Int64? = nil, threadState: String? = nil,
+    dueAt: Int64? = nil, lateness: Int64? = nil, span: String? = nil,
+    causeSpan: String? = nil, causeTid: Int32? = nil, causeLoop: UInt64? = nil,
+    causePid: Int32? = nil, trace: String? = nil, threadState: String? = nil,
     wchan: String? = nil
   ) {
     self.version = version
@@ -210,11 +235,17 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     self.duration = duration
     self.dueAt = dueAt
     self.lateness = lateness
+    self.span = span
+    self.causeSpan = causeSpan
+    self.causeTid = causeTid
+    self.causeLoop = causeLoop
+    self.causePid = causePid
+    self.trace = trace
     self.threadState = threadState
     self.wchan = wchan
   }
 
-  /// The JSON keys (schema version 2). The journald field of a key is `RUNLOOP_` followed by
+  /// The JSON keys (schema version 3). The journald field of a key is `RUNLOOP_` followed by
   /// the key in upper case.
   enum CodingKeys: String, CodingKey, CaseIterable {
     case version = "v"
@@ -236,6 +267,12 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     case duration = "duration_ns"
     case dueAt = "due_ns"
     case lateness = "lateness_ns"
+    case span
+    case causeSpan = "cause_span"
+    case causeTid = "cause_tid"
+    case causeLoop = "cause_loop"
+    case causePid = "cause_pid"
+    case trace
     case threadState = "thread_state"
     case wchan
   }
@@ -260,9 +297,26 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     if let duration { result.append(("duration_ns", String(duration))) }
     if let dueAt { result.append(("due_ns", String(dueAt))) }
     if let lateness { result.append(("lateness_ns", String(lateness))) }
+    if let span { result.append(("span", span)) }
+    if let causeSpan { result.append(("cause_span", causeSpan)) }
+    if let causeTid { result.append(("cause_tid", String(causeTid))) }
+    if let causeLoop { result.append(("cause_loop", String(causeLoop))) }
+    if let causePid { result.append(("cause_pid", String(causePid))) }
+    if let trace { result.append(("trace", trace)) }
     if let threadState { result.append(("thread_state", threadState)) }
     if let wchan { result.append(("wchan", wchan)) }
     return result
+  }
+
+  /// Fills the span keys from a call-out's span (0: none) and cause.
+  mutating func setSpan(_ span: UInt64, cause: CalloutCause?) {
+    if span != 0 { self.span = span.spanHex }
+    guard let cause else { return }
+    causeSpan = cause.span.spanHex
+    causeTid = cause.threadID
+    causeLoop = cause.loopID
+    causePid = cause.processID
+    trace = cause.traceID.map { $0.high.spanHex + $0.low.spanHex }
   }
 
   /// When the call-out or sleep ended (`timestamp + duration`), or `timestamp`.

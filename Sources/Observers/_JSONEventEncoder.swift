@@ -63,7 +63,9 @@ package struct _JSONEventEncoder {
 }
 
 /// One tracer's strings, quoted, and the parts of a line that are the same for all its
-/// records; on the writer thread only.
+/// records; on the writer thread only. Each piece is its own allocation, owned by the table
+/// (freed in `deinit`), so that encoding a line copies bytes from fixed addresses into the
+/// ``_LineBuffer`` with no reference counting or bounds checks per piece.
 final class _QuotedTable {
   private let table: _TraceStrings
   // `{"v":1,"run":"<run id>","seq":`
@@ -72,7 +74,8 @@ final class _QuotedTable {
   private let pid: UnsafeMutableBufferPointer<UInt8>
   // The quoted strings by id, each in its own allocation (freed with the table).
   private var quoted: [UnsafeMutableBufferPointer<UInt8>] = []
-  // The six activities' names, quoted; allocated once for the process.
+  // The six activities' names, quoted; allocated once for the process and never written
+  // after, so sharing the pointers between threads is safe (hence `nonisolated(unsafe)`).
   nonisolated(unsafe) private static let activityNames:
     [(rawValue: UInt32, quoted: UnsafeMutableBufferPointer<UInt8>)] =
       LoopActivity.sequence.map { ($0.rawValue, copy(_LineBuffer.quoted($0.name))) }
@@ -117,6 +120,34 @@ final class _QuotedTable {
     return UnsafeBufferPointer(quoted[Int(id)])
   }
 
+  /// The span keys of a call-out, as `TraceRecord.setSpan(_:cause:)` fills them.
+  private static func writeSpan(_ event: _TraceEvent, to line: inout _LineCursor) {
+    if event.span != 0 {
+      line.write(#","span":""#)
+      line.writeHex16(event.span)
+      line.write(#"""#)
+    }
+    guard let cause = event.cause else { return }
+    line.write(#","cause_span":""#)
+    line.writeHex16(cause.span)
+    line.write(#"","cause_tid":"#)
+    line.writeDecimal(Int64(cause.threadID))
+    if let loop = cause.loopID {
+      line.write(#","cause_loop":"#)
+      line.writeDecimal(loop)
+    }
+    if let pid = cause.processID {
+      line.write(#","cause_pid":"#)
+      line.writeDecimal(Int64(pid))
+    }
+    if let trace = cause.traceID {
+      line.write(#","trace":""#)
+      line.writeHex16(trace.high)
+      line.writeHex16(trace.low)
+      line.write(#"""#)
+    }
+  }
+
   func encode(_ event: _TraceEvent, to buffer: _LineBuffer) {
     let thread = fragment(event.thread)
     let mode = fragment(event.mode)
@@ -138,7 +169,7 @@ final class _QuotedTable {
     // Room for the rest: the keys, at most 20 bytes per number.
     let room =
       head.count + pid.count + thread.count + mode.count + (kind?.count ?? 0)
-      + (name?.count ?? 0) + (activity?.count ?? 0) + 512
+      + (name?.count ?? 0) + (activity?.count ?? 0) + 768
     buffer.withCursor(reserving: room) { line in
       line.write(head)
       line.writeDecimal(event.seq)
@@ -185,6 +216,7 @@ final class _QuotedTable {
           line.write(#","lateness_ns":"#)
           line.writeDecimal(event.lateness)
         }
+        if event.kind == .callout { Self.writeSpan(event, to: &line) }
       case .sleep:
         line.write(#","duration_ns":"#)
         line.writeDecimal(event.duration)

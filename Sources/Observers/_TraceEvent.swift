@@ -6,8 +6,9 @@ import RunLoopCore
 /// counting), whose strings are small integer ids into the tracer's ``_TraceStrings``. The
 /// sink's writer thread turns it into a ``TraceRecord`` (``_TraceStrings/record(for:)``).
 ///
-/// Building the `TraceRecord` itself on the loop thread (a dozen fields, half of them
-/// strings) was most of the tracer's cost there (runloop-bench, tracing overhead).
+/// It is not the `TraceRecord` itself because building one (a dozen fields, half of them
+/// strings) would be most of the tracer's cost on the loop thread (runloop-bench, tracing
+/// overhead).
 package struct _TraceEvent: Sendable {
   /// An id that names no string (a field the record does not have).
   package static let none: UInt32 = .max
@@ -20,6 +21,9 @@ package struct _TraceEvent: Sendable {
   /// The call-out's due time, when `hasDue`.
   package var dueAt: Int64
   package var loop: UInt64
+  /// The call-out's span (0 for other records) and cause.
+  package var span: UInt64
+  package var cause: CalloutCause?
   package var iteration: UInt64
   package var depth: Int
   package var tid: Int32
@@ -48,6 +52,8 @@ package struct _TraceEvent: Sendable {
     self.dueAt = 0
     self.hasDue = false
     self.loop = loop
+    self.span = 0
+    self.cause = nil
     self.iteration = iteration
     self.depth = depth
     self.tid = tid
@@ -79,7 +85,7 @@ package enum _TraceItem: Sendable {
 }
 
 /// A sink that takes ``_TraceEvent`` values from the tracer instead of whole records: the
-/// sinks of this package. Other ``TraceSink`` implementations get records, as before.
+/// sinks of this package. Other ``TraceSink`` implementations get whole records.
 package protocol _TraceEventSink: TraceSink {
   /// Makes the sink able to resolve the ids of `strings`; returns the number events that use
   /// them carry in ``_TraceEvent/source``. Called once per tracer, when it is created.

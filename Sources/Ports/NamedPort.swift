@@ -23,7 +23,7 @@ import RunLoopCore
 ///
 /// The server is checked too: by default only a server running as this user or as root is
 /// trusted (`SO_PEERCRED`), so another user cannot impersonate a name.
-public final class NamedPort: @unchecked Sendable {
+public final class NamedPort: Sendable {
   /// The name looked up.
   ///
   /// ```swift
@@ -50,7 +50,7 @@ public final class NamedPort: @unchecked Sendable {
   public let trustedUIDs: Set<uid_t>
   /// The frame version sent: 2 (with the sending call-out's trace context) by default, or 1
   /// to talk to a server older than trace contexts, which refuses version 2 (the call throws
-  /// ``/RunLoopCore/RunLoopError/Code/unsupportedFrameVersion``). A server answers in the
+  /// ``RunLoopCore/RunLoopError/Code/unsupportedFrameVersion``). A server answers in the
   /// version it was asked in.
   ///
   /// ```swift

@@ -50,6 +50,18 @@ struct TraceEventTests {
       $0.duration = 0
     }
     try event(.sleep, mode: "default") { $0.duration = Int64.max }
+    // Spans and causes: from a loop's call-out in another process with a trace id, from a
+    // plain thread (span 0, no loop), and the largest span.
+    try event(.callout, mode: "default", kindName: "port", name: "inbox") {
+      $0.span = 0x0123_4567_89ab_cdef
+      $0.cause = CalloutCause(
+        span: 0x2a, threadID: 77, loopID: 5, processID: 4243,
+        traceID: (high: 0xfedc_ba98_7654_3210, low: 1))
+    }
+    try event(.callout, mode: "default", kindName: "source", name: "work") {
+      $0.span = .max
+      $0.cause = CalloutCause(span: 0, threadID: 78)
+    }
     var encoder = _JSONEventEncoder(sources: sources)
     let lines = encoder.lines(events)
     let snapshot = strings.snapshot()
@@ -61,6 +73,16 @@ struct TraceEventTests {
     #expect(records[6].activity == "entry|exit")
     #expect(records[7].lateness == 1_000_007 - 2_000_000)
     #expect(records[8].dueAt == nil && records[8].lateness == nil)
+    #expect(records[10].span == "0123456789abcdef")
+    #expect(records[10].causeSpan == "000000000000002a")
+    #expect(records[10].causeTid == 77 && records[10].causeLoop == 5)
+    #expect(records[10].causePid == 4243)
+    #expect(records[10].trace == "fedcba98765432100000000000000001")
+    #expect(records[11].span == "ffffffffffffffff")
+    #expect(records[11].causeSpan == "0000000000000000")
+    #expect(records[11].causeLoop == nil && records[11].causePid == nil)
+    #expect(records[11].trace == nil)
+    #expect(records[9].span == nil && records[9].causeSpan == nil)
   }
 
   @Test func tracerPastItsStringTableSendsWholeRecordsAndLosesNothing() throws {

@@ -103,6 +103,12 @@ struct NamedPortFrameVersionTests {
     #expect(error?.code == .unsupportedFrameVersion)
     #expect(error?.message.contains("malformedFrame: unsupported version 2") == true)
     #expect(error?.message.contains("frameVersion: 1") == true)
+    // A one-way message returns before the refusal comes: it is lost, and the next call
+    // says why.
+    let oneWay = try NamedPort(name: "old", registry: temporary.registry)
+    try oneWay.send(msgid: 1, data: [1])
+    let next = #expect(throws: RunLoopError.self) { try oneWay.request(msgid: 1, data: [2]) }
+    #expect(next?.code == .unsupportedFrameVersion)
     // The same server, asked in version 1, answers.
     let legacy = try NamedPort(name: "old", registry: temporary.registry, frameVersion: 1)
     #expect(try legacy.request(msgid: 1, data: Array("hi".utf8)) == Array("hi".utf8))
