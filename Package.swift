@@ -131,7 +131,7 @@ let package = Package(
       name: "RunLoopObserversTests",
       dependencies: [
         "RunLoopCore", "RunLoopObservers", "RunLoopJournal", "RunLoopTestSupport",
-        "RunLoopLogging",
+        "RunLoopLogging", "RunLoopPorts",
         .product(name: "MetricsTestKit", package: "swift-metrics"),
         .product(name: "Logging", package: "swift-log"),
       ],

@@ -227,7 +227,7 @@ struct TraceCommand: ParsableCommand {
   struct Timeline: ParsableCommand {
     static let configuration = CommandConfiguration(
       abstract:
-        "Draw an SVG timeline: a row per thread, runs shaded by mode, sleeps, labelled call-outs, stalls.",
+        "Draw an SVG timeline: a row per thread, runs shaded by mode, sleeps, labelled call-outs, stalls, arrows from causes to effects.",
       discussion: """
         Times are from the trace's first record, as on the picture's axis: seconds or with a \
         unit (0.5, 120ms, 1m2s).

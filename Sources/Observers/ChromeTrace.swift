@@ -13,10 +13,12 @@ import RunLoopCore
 /// (`M`, `thread_name`). A call-out whose record names its cause (`cause_span`, schema
 /// version 3) gets a flow arrow from the causing call-out's slice: a flow start event (`s`)
 /// inside the cause's slice and a flow end (`f`, bound to its enclosing slice) inside the
-/// effect's, with the same `id` (one per arrow) and category `cause`, which Perfetto and
+/// effect's, with the same `id` (one per arrow) and category `flow`, which Perfetto and
 /// `chrome://tracing` draw as an arrow between the two slices, across threads. An arrow is
-/// drawn only when both records are in the trace, and the cause is found among the last
-/// 65,536 call-outs (so memory stays bounded). Timestamps are
+/// drawn only when both records are in the trace(s). Records in memory and several logs are
+/// paired in two passes (``_ChromeFlows``); one log streamed once
+/// (``write(from:toFileAt:)``, which may read a pipe) in one pass, in bounded memory: there
+/// the cause must be among the last 65,536 call-outs. Timestamps are
 /// microseconds on the trace's monotonic clock. A run still open at the end of the trace is
 /// closed at the last timestamp, and an exit whose entry happened before tracing began is
 /// left out, so begin and end events always balance.
@@ -65,6 +67,8 @@ public enum ChromeTrace {
   {
     try writeDocument(toFileAt: path) { emit throws(RunLoopError) in
       var converter = _ChromeEventConverter()
+      // One pass (the reader may be a pipe): the converter pairs causes and effects itself.
+      converter.flows = _CauseFlows()
       while let record = try reader.next() {
         converter.add(record, emit)
       }
@@ -266,7 +270,9 @@ struct _ChromeEventConverter {
   private var named = Set<Int32>()
   private var open: [Int32: [Int32]] = [:]  // tid: the pid of each open run
   private var lastTimestamp: [Int32: Int64] = [:]
-  private var flows = _CauseFlows()
+  /// Set when the converter draws the cause arrows itself, in one pass (a single log read
+  /// once, such as a pipe); `nil` when ``_ChromeFlows`` draws them in two passes.
+  var flows: _CauseFlows?
 
   mutating func add(_ record: TraceRecord, _ emit: (_ChromeEvent) -> Void) {
     let pid = Int(record.pid)
@@ -330,7 +336,7 @@ struct _ChromeEventConverter {
             ("cat", .string("callout")),
             ("dur", .double(ChromeTrace.microseconds(record.duration ?? 0))),
           ] + base, args: args))
-      flows.add(record) { arrow in
+      flows?.add(record) { arrow in
         emit(arrow.event(phase: "s", at: arrow.cause))
         emit(arrow.event(phase: "f", at: arrow.effect))
       }
@@ -417,7 +423,7 @@ struct _CauseFlows {
     func event(phase: String, at anchor: Anchor) -> _ChromeEvent {
       var fields: [(String, _ChromeEvent.Value)] = [
         ("ph", .string(phase)), ("id", .int(id)), ("name", .string("cause")),
-        ("cat", .string("cause")), ("pid", .int(Int(anchor.pid))), ("tid", .int(Int(anchor.tid))),
+        ("cat", .string("flow")), ("pid", .int(Int(anchor.pid))), ("tid", .int(Int(anchor.tid))),
         ("ts", .double(ChromeTrace.microseconds(anchor.timestamp))),
       ]
       if phase == "f" { fields.append(("bp", .string("e"))) }

@@ -2,7 +2,9 @@
 /// band shaded by the run's mode (a nested run as a narrower band inside it), when the loop
 /// slept (blue), and its call-outs coloured by kind and labelled with their names where they
 /// are wide enough, on a time axis in milliseconds from the trace's first record. Call-outs
-/// longer than a threshold, awake all along, are marked as stalls (red). A window (``Options/from`` and
+/// longer than a threshold, awake all along, are marked as stalls (red). An arrow joins each
+/// call-out that caused another (`cause_span`) to it, across rows when the effect ran on
+/// another thread. A window (``Options/from`` and
 /// ``Options/to``, or ``window(aroundSlowest:in:)``) zooms in on part of a long trace, where
 /// microsecond call-outs become visible.
 ///

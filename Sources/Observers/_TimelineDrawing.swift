@@ -1,7 +1,9 @@
 /// Draws one ``TraceTimeline`` picture: the layout, the colours and the SVG text. Rows are
 /// threads; in a row, each run is a band in its mode's shade (nested runs narrower, inside),
 /// sleeps a blue bar across the middle, call-outs blocks in their kind's colour with their
-/// names written in when there is room, stalls outlined in red and named above the row.
+/// names written in when there is room, stalls outlined in red and named above the row, and
+/// an arrow from each call-out to the call-outs it caused (schema version 3's `cause_span`),
+/// across rows when the effect ran on another thread.
 struct _TimelineDrawing {
   let records: [TraceRecord]
   let spans: [TraceTimeline.Span]
@@ -50,6 +52,8 @@ struct _TimelineDrawing {
       records.contains { $0.record == .stall }
         ? ("stall (watchdog)", "#d0021b", true)
         : ("stall ≥ \(ms(options.stallThreshold)) ms", "#d0021b", true))
+    let links = causeLinks()
+    if !links.isEmpty { legend.append(("→ caused", Self.arrowColor, false)) }
     let (legendText, legendBottom) = legendRows(
       [legend, modes.map { ("run in '\($0)'", modeColor($0, modes), false) }], top: 34,
       right: width - 10)
@@ -66,7 +70,7 @@ struct _TimelineDrawing {
       width="\(fmt(plotWidth))" height="\(fmt(height))"/></clipPath>
       <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" \
       markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" \
-      fill="#c0392b"/></marker></defs>
+      fill="\(Self.arrowColor)"/></marker></defs>
 
       """
     let windowText =
@@ -150,6 +154,36 @@ struct _TimelineDrawing {
         svg += "fill=\"#d0021b\"><title>stalled \(ms(record.duration ?? 0)) ms</title></rect>\n"
       }
     }
+    // Causes over everything else in the plot: from the middle of the causing call-out (or
+    // the effect's start, if that is earlier: the cause's record does not say when in it the
+    // work was queued) to the start of the effect, curved when it changes rows.
+    for link in links
+    where link.cause.timestamp <= end && link.effect.timestamp >= start {
+      guard let causeRow = threads.firstIndex(where: { $0.tid == link.cause.tid }),
+        let effectRow = threads.firstIndex(where: { $0.tid == link.effect.tid })
+      else { continue }
+      let middle = link.cause.timestamp.saturatingAdding((link.cause.duration ?? 0) / 2)
+      let x1 = x(min(middle, link.effect.timestamp))
+      let x2 = x(link.effect.timestamp)
+      let y1 = top + Double(causeRow) * rowHeight + rowHeight / 2
+      let y2 = top + Double(effectRow) * rowHeight + rowHeight / 2
+      // Same row: an arc above the row; another row: an S curve.
+      let path: String
+      if causeRow == effectRow {
+        let lift = y1 - rowHeight * 0.45
+        path =
+          "M \(fmt(x1)) \(fmt(y1)) C \(fmt(x1)) \(fmt(lift)), \(fmt(x2)) \(fmt(lift)), "
+          + "\(fmt(x2)) \(fmt(y1 - 6))"
+      } else {
+        let bend = max(12, (x2 - x1) / 2)
+        path =
+          "M \(fmt(x1)) \(fmt(y1)) C \(fmt(x1 + bend)) \(fmt(y1)), \(fmt(x2 - bend)) \(fmt(y2)), "
+          + "\(fmt(x2)) \(fmt(y2))"
+      }
+      svg += "<path class=\"cause\" d=\"\(path)\" fill=\"none\" stroke=\"\(Self.arrowColor)\" "
+      svg += "stroke-width=\"1.5\" marker-end=\"url(#arrow)\"><title>"
+      svg += "\(escape(label(link.cause))) caused \(escape(label(link.effect)))</title></path>\n"
+    }
     svg += "</g>\n"
     // Stall marks above their call-outs, outside the clip so their text is never cut.
     stalls.sort { ($0.y, $0.x) < ($1.y, $1.x) }
@@ -172,6 +206,33 @@ struct _TimelineDrawing {
     svg += "</svg>\n"
     return svg
   }
+
+  /// Each call-out record paired with the call-out record that caused it, when both are in
+  /// the trace: an effect's (`cause_pid` or `pid`, `cause_span`) is its cause's (`pid`,
+  /// `span`).
+  private func causeLinks() -> [(cause: TraceRecord, effect: TraceRecord)] {
+    struct Key: Hashable {
+      let pid: Int32
+      let span: String
+    }
+    var bySpan: [Key: TraceRecord] = [:]
+    for record in records where record.record == .callout {
+      if let span = record.span { bySpan[Key(pid: record.pid, span: span)] = record }
+    }
+    guard !bySpan.isEmpty else { return [] }
+    return records.compactMap { effect in
+      guard effect.record == .callout, let span = effect.causeSpan,
+        let cause = bySpan[Key(pid: effect.causePid ?? effect.pid, span: span)]
+      else { return nil }
+      return (cause, effect)
+    }
+  }
+
+  private func label(_ callout: TraceRecord) -> String {
+    "\(callout.calloutKind ?? ""): \(callout.calloutName ?? "") (tid \(callout.tid))"
+  }
+
+  static let arrowColor = "#5b2c83"
 
   /// The legend items, each group starting a line, wrapped at `right`; returns the text and
   /// the baseline of the last line.

@@ -117,6 +117,55 @@ func allocationsDuringRally(
   }
 }
 
+/// Counts what this thread allocates queueing perform requests on, and signalling a source of,
+/// another thread's loop, first while nothing traces call-outs, then while an instrument of
+/// that loop wants them (when queued work records its cause). Prints `requests:<n>
+/// perform-untraced:<a> perform-traced:<b> signal-untraced:<c> signal-traced:<d>`.
+final class CalloutCounter: RunLoopInstrument, Sendable {
+  let interests: InstrumentInterests = .callouts
+  let count = GuardedState(0)
+  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
+    count.withLock { $0 += 1 }
+  }
+}
+
+func countCauseAllocations(requests: Int) -> String {
+  let target = startLoop("target")
+  let source = CustomInputSource(name: "signalled") {}
+  do { try target.runLoop.add(source, mode: .default) } catch { fatalError("\(error)") }
+  func performs() -> UInt64 {
+    let before = cbench_thread_allocations()
+    for _ in 0..<requests { target.runLoop.perform(name: "request") {} }
+    return cbench_thread_allocations() - before
+  }
+  // Each signal waits for its perform, so that every one is a first signal (the one whose
+  // cause a traced source records).
+  func signals() -> UInt64 {
+    var allocations: UInt64 = 0
+    for _ in 0..<requests {
+      let before = cbench_thread_allocations()
+      source.signal()
+      allocations += cbench_thread_allocations() - before
+      target.runLoop.wakeUp()
+      while source.isSignalled { sched_yield() }
+    }
+    return allocations
+  }
+  _ = performs()
+  _ = signals()
+  let untraced = (performs(), signals())
+  let counter = CalloutCounter()
+  target.runLoop.addInstrument(counter)
+  let traced = (performs(), signals())
+  return "requests:\(requests) perform-untraced:\(untraced.0) perform-traced:\(traced.0) "
+    + "signal-untraced:\(untraced.1) signal-traced:\(traced.1)"
+}
+
+if CommandLine.arguments.count > 2, CommandLine.arguments[1] == "causes" {
+  print(countCauseAllocations(requests: Int(CommandLine.arguments[2]) ?? 1000))
+  exit(0)
+}
+
 let hops = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 10_000 : 10_000
 let loopThread = startLoop("loop")
 let bareServe = Player(BareExecutor().asUnownedSerialExecutor())

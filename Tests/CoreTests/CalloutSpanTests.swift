@@ -79,18 +79,7 @@ struct CalloutSpanTests {
 
   @Test func aCauseCapturedOnAPlainThreadHasNoLoopAndSpanZero() throws {
     let captured = GuardedState<(CalloutCause, pid_t)?>(nil)
-    var thread = pthread_t()
-    let box = Unmanaged.passRetained(captured).toOpaque()
-    #expect(
-      pthread_create(
-        &thread, nil,
-        { argument in
-          let captured = Unmanaged<GuardedState<(CalloutCause, pid_t)?>>.fromOpaque(argument!)
-            .takeRetainedValue()
-          captured.withLock { $0 = (CalloutCause.capture(), crl_current_tid()) }
-          return nil
-        }, box) == 0)
-    pthread_join(thread, nil)
+    onPlainThread { captured.withLock { $0 = (CalloutCause.capture(), crl_current_tid()) } }
     let (cause, tid) = try #require(captured.withLock { $0 })
     #expect(cause == CalloutCause(span: 0, threadID: tid, loopID: nil))
     #expect(tid != getpid())
@@ -123,23 +112,6 @@ struct CalloutSpanTests {
     #expect(UInt64(spanHex: "2a") == nil)
     #expect(UInt64.max.spanHex == "ffffffffffffffff")
   }
-}
-
-/// Runs `body` on a new thread that has no run loop (a plain pthread) and waits for it.
-func onPlainThread(_ body: @escaping @Sendable () -> Void) {
-  final class Box: Sendable {
-    let body: @Sendable () -> Void
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-  }
-  var thread = pthread_t()
-  let status = pthread_create(
-    &thread, nil,
-    { argument in
-      Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
-      return nil
-    }, Unmanaged.passRetained(Box(body)).toOpaque())
-  precondition(status == 0, "pthread_create failed: \(status)")
-  pthread_join(thread, nil)
 }
 
 @Suite("Causes of perform requests, source signals and jobs")

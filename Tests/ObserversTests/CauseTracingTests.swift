@@ -5,23 +5,6 @@ import RunLoopJournal
 import RunLoopObservers
 import Testing
 
-/// Runs `body` on a new thread that has no run loop (a plain pthread) and waits for it.
-private func onPlainThread(_ body: @escaping @Sendable () -> Void) {
-  final class Box: Sendable {
-    let body: @Sendable () -> Void
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-  }
-  var thread = pthread_t()
-  let status = pthread_create(
-    &thread, nil,
-    { argument in
-      Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
-      return nil
-    }, Unmanaged.passRetained(Box(body)).toOpaque())
-  precondition(status == 0, "pthread_create failed: \(status)")
-  pthread_join(thread, nil)
-}
-
 @Suite("Cause and effect in the JSON log and journald")
 struct CauseTracingTests {
   /// Loop A runs a perform request "sender" that queues "effect" on loop B (and signals B's
@@ -128,7 +111,7 @@ struct CauseTracingTests {
     let start = try #require(starts.first)
     let end = try #require(ends.first)
     #expect(start["id"] as? Int == end["id"] as? Int)
-    #expect(start["cat"] as? String == "cause" && end["cat"] as? String == "cause")
+    #expect(start["cat"] as? String == "flow" && end["cat"] as? String == "flow")
     #expect(start["name"] as? String == end["name"] as? String)
     #expect(end["bp"] as? String == "e")
     let sender = try #require(records.first { $0.calloutName == "sender" })
@@ -137,7 +120,7 @@ struct CauseTracingTests {
     func inside(_ event: [String: any Sendable], _ record: TraceRecord) -> Bool {
       let timestamp = event["ts"] as? Double ?? -1
       return event["tid"] as? Int == Int(record.tid)
-        && timestamp > Double(record.timestamp) / 1000
+        && timestamp >= Double(record.timestamp) / 1000
         && timestamp < Double(record.endTimestamp) / 1000
     }
     #expect(inside(start, sender))
@@ -185,5 +168,20 @@ struct CauseTracingTests {
     let written = (document as? [String: Any])?["traceEvents"] as? [[String: Any]] ?? []
     #expect(written.filter { $0["ph"] as? String == "s" }.count == 2)
     #expect(written.filter { $0["ph"] as? String == "f" }.count == 2)
+  }
+
+  @Test func theTimelineDrawsAnArrowFromEachCauseToItsEffectAcrossThreadRows() throws {
+    let path = temporaryPath("causes-timeline.jsonl")
+    defer { unlink(path) }
+    let a = try sendAcrossLoops(sinks: [try JSONLinesSink(path: path)])
+    let records = try TraceLog.read(contentsOf: path)
+    let svg = TraceTimeline.svg(from: records)
+    let arrows = svg.components(separatedBy: "<path class=\"cause\"").dropFirst()
+    // The sender's perform is the one cause with a call-out of its own in the log.
+    #expect(arrows.count == 1)
+    let arrow = try #require(arrows.first)
+    #expect(arrow.contains("block: sender (tid \(a.tid)) caused block: effect"))
+    #expect(arrow.contains("marker-end=\"url(#arrow)\""))
+    #expect(svg.contains("→ caused"))
   }
 }

@@ -27,3 +27,20 @@ public func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool 
   }
   return condition()
 }
+
+/// Runs `body` on a new thread that has no run loop (a plain pthread) and waits for it.
+public func onPlainThread(_ body: @escaping @Sendable () -> Void) {
+  final class Box: Sendable {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+  }
+  var thread = pthread_t()
+  let status = pthread_create(
+    &thread, nil,
+    { argument in
+      Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
+      return nil
+    }, Unmanaged.passRetained(Box(body)).toOpaque())
+  precondition(status == 0, "pthread_create failed: \(status)")
+  pthread_join(thread, nil)
+}
