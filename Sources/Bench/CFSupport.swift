@@ -17,6 +17,8 @@ final class CFCallback {
 
 /// A version-0 CFRunLoopSource whose perform callback runs `perform`.
 func makeCFSource(_ perform: @escaping () -> Void) -> CFRunLoopSource {
+  // CF calls back with the context's `info` pointer: one retained `CFCallback`, kept for
+  // the source's life (a bench makes a handful), borrowed unretained at each call.
   let callback = Unmanaged.passRetained(CFCallback(perform)).toOpaque()
   var context = CFRunLoopSourceContext()
   context.version = 0
@@ -34,6 +36,7 @@ func makeCFTimer(
   guard let fire else {
     return CFRunLoopTimerCreate(nil, fireDate, interval, 0, 0, { _, _ in }, nil)
   }
+  // As for sources: one retained callback behind `info`, borrowed at each fire.
   let callback = Unmanaged.passRetained(CFCallback(fire)).toOpaque()
   var context = CFRunLoopTimerContext()
   context.info = callback
@@ -45,6 +48,9 @@ func makeCFTimer(
 
 /// A CFRunLoopObserver counting activities into `counts` (indexed by the activity's bit).
 final class CFActivityCounter: @unchecked Sendable {
+  // Unchecked: `counts` is written by the observer on the CF loop's thread and read by the
+  // bench after that loop stopped. The observer's `info` is `self`, unretained: the counter
+  // outlives the observer, which the bench invalidates first.
   var counts = [Int](repeating: 0, count: 8)
   var observer: CFRunLoopObserver!
 
@@ -68,6 +74,8 @@ final class CFActivityCounter: @unchecked Sendable {
 
 /// Starts a Foundation thread that runs a CFRunLoop (kept alive by a source) until stopped.
 final class CFLoopThread: @unchecked Sendable {
+  // Unchecked: `runLoop` is set on the new thread before `ready` is signalled, and read only
+  // after `init` waited for that.
   private(set) var runLoop: CFRunLoop!
   private let ready = Latch()
   private let finished = Latch()

@@ -37,6 +37,8 @@ func ourPingPong(roundTrips: Int, spinLimit: Duration? = nil) throws -> Double {
     try? b.stop()
   }
   final class Ball: @unchecked Sendable {
+    // Unchecked: `remaining` is touched by one loop at a time, the ball being passed between
+    // them by perform (whose queue orders the accesses).
     var remaining: Int
     let done = Latch()
     let a: EventRunLoop
@@ -79,6 +81,8 @@ func cfPingPong(roundTrips: Int) -> Double {
     b.stop()
   }
   final class Ball: @unchecked Sendable {
+    // Unchecked: `remaining` is touched by one loop at a time, the ball being passed between
+    // them by perform (whose queue orders the accesses).
     var remaining: Int
     let done = Latch()
     let a: CFRunLoop
@@ -131,6 +135,8 @@ func floorPingPong(roundTrips: Int) -> Double {
     var one: UInt64 = 1
     _ = write(event, &one, 8)
   }
+  // The floor's epoll_event buffer: raw memory of the C struct's size (the shim knows the
+  // packed layout), one per thread, freed by its thread.
   func eventBuffer() -> UnsafeMutableRawPointer {
     .allocate(byteCount: crl_epoll_event_size() * 4, alignment: 8)
   }
@@ -250,6 +256,7 @@ func floorEmptyPasses(_ passes: Int) -> Double {
 
 /// Counts the activities a loop reports (an instrument: it sees every pass, no mode needed).
 final class ActivityCounter: RunLoopInstrument, @unchecked Sendable {
+  // Unchecked: its counts are written on the loop's thread and read after the loop stopped.
   var interests: InstrumentInterests { [.activities, .sleeps] }
   var passes = 0
   var wakeUps = 0

@@ -22,10 +22,12 @@ func serveRaw(path: String) throws -> Never {
   let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
   var address = sockaddr_un()
   address.sun_family = sa_family_t(AF_UNIX)
+  // `sun_path` is a C array (a tuple in Swift): filled as bytes.
   withUnsafeMutableBytes(of: &address.sun_path) { bytes in
     for (index, byte) in path.utf8.enumerated() { bytes[index] = byte }
   }
   unlink(path)
+  // The socket call takes the generic `sockaddr` pointer: rebound for the call only.
   let bound = withUnsafePointer(to: &address) {
     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
       bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
@@ -55,6 +57,7 @@ func readFully(_ descriptor: Int32, _ buffer: inout [UInt8]) -> Bool {
   var done = 0
   let count = buffer.count
   while done < count {
+    // The system call reads or fills the array's bytes in place.
     let got = buffer.withUnsafeMutableBytes {
       read(descriptor, $0.baseAddress! + done, count - done)
     }
@@ -67,6 +70,7 @@ func readFully(_ descriptor: Int32, _ buffer: inout [UInt8]) -> Bool {
 func writeFully(_ descriptor: Int32, _ buffer: [UInt8]) -> Bool {
   var done = 0
   while done < buffer.count {
+    // The system call reads or fills the array's bytes in place.
     let put = buffer.withUnsafeBytes {
       write(descriptor, $0.baseAddress! + done, buffer.count - done)
     }
@@ -133,9 +137,11 @@ func crossProcessRoundTrips(rounds: Int, seconds duration: Double) throws -> (
   defer { close(descriptor) }
   var address = sockaddr_un()
   address.sun_family = sa_family_t(AF_UNIX)
+  // `sun_path` is a C array (a tuple in Swift): filled as bytes.
   withUnsafeMutableBytes(of: &address.sun_path) { bytes in
     for (index, byte) in path.utf8.enumerated() { bytes[index] = byte }
   }
+  // The socket call takes the generic `sockaddr` pointer: rebound for the call only.
   let connected = withUnsafePointer(to: &address) {
     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
       connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))

@@ -50,6 +50,7 @@ func loopbackListener() -> (descriptor: Int32, port: UInt16)? {
   guard listener >= 0 else { return nil }
   var address = loopbackAddress(port: 0)
   var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  // The socket call takes the generic `sockaddr` pointer: rebound for the call only.
   let bound = withUnsafeMutablePointer(to: &address) {
     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
       bind(listener, $0, length) == 0 && listen(listener, 1) == 0
@@ -65,6 +66,7 @@ func loopbackListener() -> (descriptor: Int32, port: UInt16)? {
 
 /// Counts SocketPort messages on the receiving loop and releases the sender once per message.
 final class SocketPortReceiver: NSObject, PortDelegate, @unchecked Sendable {
+  // Unchecked: NSObject subclasses cannot be checked; its fields are a Counter and a Latch.
   let received = Counter()
   let each = Latch()
   func handle(_ message: PortMessage) {
@@ -75,6 +77,8 @@ final class SocketPortReceiver: NSObject, PortDelegate, @unchecked Sendable {
 
 /// A local TCP SocketPort scheduled on a CFRunLoop thread, and a remote port to send to it.
 final class SocketPortPair: @unchecked Sendable {
+  // Unchecked: Foundation's SocketPort is not Sendable; the pair is made on one thread and
+  // its ports are used by the CF loop thread they are scheduled on and by the sender.
   let receiver = SocketPortReceiver()
   let receivePort: SocketPort
   let sendPort: SocketPort
@@ -86,6 +90,7 @@ final class SocketPortPair: @unchecked Sendable {
     guard let local = SocketPort(tcpPort: 0) else { return nil }
     receivePort = local
     receivePort.setDelegate(receiver)
+    // The port's address is a sockaddr_in in a Data: the port number is its bytes 2 and 3.
     localPort = receivePort.address.withUnsafeBytes { bytes in
       UInt16(bigEndian: bytes.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
     }
@@ -145,12 +150,14 @@ func writeInOneCall(_ bytes: [UInt8], to pair: SocketPortPair) -> Bool {
   let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
   defer { close(descriptor) }
   var address = loopbackAddress(port: pair.localPort)
+  // The socket call takes the generic `sockaddr` pointer: rebound for the call only.
   let connected = withUnsafePointer(to: &address) {
     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
       connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
     }
   }
   guard connected == 0 else { return false }
+  // write(2) reads the bytes in place.
   let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
   return written == bytes.count
 }
@@ -213,9 +220,11 @@ func unixSocketPortSends(_ count: Int) -> String {
   defer { unlink(path) }
   var address = sockaddr_un()
   address.sun_family = sa_family_t(AF_UNIX)
+  // `sun_path` is a C array (a tuple in Swift): filled as bytes.
   withUnsafeMutableBytes(of: &address.sun_path) { bytes in
     for (index, byte) in path.utf8.enumerated() { bytes[index] = byte }
   }
+  // SocketPort takes the address as the `sockaddr`'s bytes.
   let data = withUnsafeBytes(of: address) { Data($0) }
   let stream = Int32(SOCK_STREAM.rawValue)
   guard

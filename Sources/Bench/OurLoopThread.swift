@@ -1,7 +1,7 @@
 import RunLoopCore
 
 /// A RunLoopThread running its loop (kept alive by an idle source) until stopped.
-final class OurLoopThread: @unchecked Sendable {
+final class OurLoopThread: Sendable {
   let thread: RunLoopThread
   let keepAlive = CustomInputSource(name: "keep-alive") {}
 

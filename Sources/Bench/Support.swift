@@ -59,7 +59,7 @@ func median(_ values: [Double]) -> Double {
 }
 
 /// A counting semaphore that also carries a flag, used to hand results between threads.
-final class Latch: @unchecked Sendable {
+final class Latch: Sendable {
   private let semaphore = DispatchSemaphore(value: 0)
   func signal() { semaphore.signal() }
   func wait() { semaphore.wait() }
@@ -68,6 +68,8 @@ final class Latch: @unchecked Sendable {
 
 /// A plain integer shared between a loop thread and the bench thread.
 final class Counter: @unchecked Sendable {
+  // Unchecked: `storage` is only touched under `lock` (an NSLock, which the compiler does
+  // not tie to it).
   private let lock = NSLock()
   private var storage = 0
   var value: Int { lock.withLock { storage } }
@@ -85,11 +87,14 @@ struct BenchOptions {
 
 /// A bare pthread running a closure, for the CF side and the Linux floors (no run loop of ours).
 final class BareThread: @unchecked Sendable {
+  // Unchecked: `handle` is written once by pthread_create in `init`, before `join()` reads it.
   private var handle = pthread_t()
   private let body: () -> Void
 
   init(_ body: @escaping () -> Void) {
     self.body = body
+    // One reference for the new thread, passed through the context pointer and taken back
+    // on entry, so the object lives as long as the thread runs its body.
     let context = Unmanaged.passRetained(self).toOpaque()
     let status = pthread_create(
       &handle, nil,

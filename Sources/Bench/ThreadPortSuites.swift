@@ -187,6 +187,7 @@ func floorSocketMessagesOneInFlight(_ count: Int) throws -> Double {
 func connectedLoopbackSocket(port: UInt16) throws -> Int32 {
   let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
   var address = loopbackAddress(port: port)
+  // The socket call takes the generic `sockaddr` pointer: rebound for the call only.
   let connected = withUnsafePointer(to: &address) {
     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
       connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))

@@ -50,6 +50,7 @@ func cfTimerChurn(offsets: [Double]) throws -> Double {
 /// A tick that comes after a later grid point was due is charged from the first one it
 /// missed, so skipped ticks show up as lateness instead of disappearing.
 final class LatenessRecorder: @unchecked Sendable {
+  // Unchecked: written in the timer's call-outs on the loop thread, read after it stopped.
   var histogram = Histogram<UInt64>(
     highestTrackableValue: 10_000_000, numberOfSignificantValueDigits: .three)
   let first: UInt64
@@ -226,6 +227,7 @@ extension MemoryResult {
 /// Allocations of the loop thread per timer fire, counted from the 50th fire on (the first
 /// ones warm caches up). Touched on the loop thread only.
 final class FireAllocations: @unchecked Sendable {
+  // Unchecked: touched on the loop thread only, read after it stopped.
   private var count = 0
   private var first: UInt64 = 0
   private var last: UInt64 = 0

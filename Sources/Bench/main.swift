@@ -71,6 +71,7 @@ func machineDescription() -> [String: String] {
   }
   var name = utsname()
   uname(&name)
+  // `release` is a C char array, a tuple in Swift: read as bytes up to its NUL.
   result["kernel"] = withUnsafeBytes(of: &name.release) {
     String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
   }

@@ -1,6 +1,6 @@
 /// What a run-loop source delivers, as an `AsyncSequence`: timer ticks, port messages,
-/// signals, descriptor readiness (the Timers and Ports modules make them, for example
-/// `loop.ticks(every:)`).
+/// signals, descriptor readiness, named-port requests (the Timers and Ports modules make
+/// them, for example `loop.ticks(every:)`).
 ///
 /// The loop produces, a task consumes. The loop never waits for the consumer (a loop blocked
 /// on a slow reader would stop every other source of its thread), so between the two sits a

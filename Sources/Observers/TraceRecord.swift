@@ -1,4 +1,8 @@
-import RunLoopCore
+// Without RunLoopCore (the fuzz harness compiles this file on its own), records are only
+// read: filling spans from a live call-out needs the core's cause type.
+#if canImport(RunLoopCore)
+  import RunLoopCore
+#endif
 
 /// One record of a run-loop trace: an activity the loop reached, a call-out it made, or a
 /// sleep. The JSON Lines sink writes one per line (schema in
@@ -308,16 +312,18 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     return result
   }
 
-  /// Fills the span keys from a call-out's span (0: none) and cause.
-  mutating func setSpan(_ span: UInt64, cause: CalloutCause?) {
-    if span != 0 { self.span = span.spanHex }
-    guard let cause else { return }
-    causeSpan = cause.span.spanHex
-    causeTid = cause.threadID
-    causeLoop = cause.loopID
-    causePid = cause.processID
-    trace = cause.traceID.map { $0.high.spanHex + $0.low.spanHex }
-  }
+  #if canImport(RunLoopCore)
+    /// Fills the span keys from a call-out's span (0: none) and cause.
+    mutating func setSpan(_ span: UInt64, cause: CalloutCause?) {
+      if span != 0 { self.span = span.spanHex }
+      guard let cause else { return }
+      causeSpan = cause.span.spanHex
+      causeTid = cause.threadID
+      causeLoop = cause.loopID
+      causePid = cause.processID
+      trace = cause.traceID.map { $0.high.spanHex + $0.low.spanHex }
+    }
+  #endif
 
   /// When the call-out or sleep ended (`timestamp + duration`), or `timestamp`.
   ///

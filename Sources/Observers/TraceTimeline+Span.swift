@@ -5,19 +5,6 @@ extension TraceTimeline {
   /// let spans = TraceTimeline.spans(from: records)
   /// ```
   public struct Span: Sendable, Hashable {
-    /// What the loop was doing.
-    ///
-    /// ```swift
-    /// let asleep = spans.filter { $0.state == .sleeping }
-    /// ```
-    public enum State: String, Sendable, Hashable {
-      /// Asleep in the kernel, waiting for an event.
-      case sleeping
-      /// In a run, awake, outside call-outs (waking, checking sources and timers).
-      case waking
-      /// In a call-out into user code.
-      case working
-    }
     /// The thread.
     ///
     /// ```swift

@@ -33,8 +33,13 @@ extension NamedPortServer {
   /// ```
   ///
   /// - Parameters:
+  ///   - name: the name to register.
+  ///   - registry: where to register; the per-user default when `nil`.
+  ///   - loop: the loop that serves the connections.
+  ///   - mode: the mode it serves them in.
   ///   - capacity: the most messages waiting for the consumer, at least 1.
-  ///   - maxMessageSize, allowedUIDs: as for ``init(name:registry:maxMessageSize:allowedUIDs:maxConnections:idleTimeout:frameTimeout:maxBufferedBytes:handler:)``.
+  ///   - maxMessageSize: as for the server's initializer (``maxMessageSize``).
+  ///   - allowedUIDs: as for the server's initializer (``allowedUIDs``).
   /// - Throws: what that initializer and ``add(to:mode:)`` throw;
   ///   ``/RunLoopCore/RunLoopError/Code/invalidArgument`` for a capacity below 1.
   public static func requests(
@@ -54,7 +59,10 @@ extension NamedPortServer {
         server.deferReplies { [weak book] server, message, route in
           guard let book else {
             // The sequence is gone: the server is being invalidated.
-            if let route { server.answer(route, with: .failure(.stopped(server.name))) }
+            if let route {
+              server.answer(route, with: .failure(.stopped(server.name)))
+              server.count { $0.requestsAnsweredAtStop += 1 }
+            }
             return
           }
           book.receive(message, route: route, into: feed)
@@ -133,6 +141,7 @@ final class _RequestBook: Sendable {
       }
       guard ticket != nil else {
         server.answer(route, with: .failure(.stopped(server.name)))
+        server.count { $0.requestsAnsweredAtStop += 1 }
         return
       }
     }
@@ -148,7 +157,9 @@ final class _RequestBook: Sendable {
       _ = answer(ticket, with: .failure(.busy(server.name, capacity: capacity)))
       server.count { $0.requestsRefusedBusy += 1 }
     case .ended:
-      if let ticket { _ = answer(ticket, with: .failure(.stopped(server.name))) }
+      if let ticket, answer(ticket, with: .failure(.stopped(server.name))) {
+        server.count { $0.requestsAnsweredAtStop += 1 }
+      }
     }
   }
 

@@ -100,8 +100,9 @@ public struct NamedPortStatistics: Sendable, Hashable {
   /// assert(server.statistics.requestsUnanswered == 0, "a request was dropped unanswered")
   /// ```
   public var requestsUnanswered = 0
-  /// Requests of a requests sequence still waiting for their reply when its consumer ended;
-  /// each client got a `serverStopped` failure.
+  /// Requests of a requests sequence answered with a `serverStopped` failure: still waiting
+  /// for their reply when its consumer ended, or read in the instant before the server
+  /// closed.
   ///
   /// ```swift
   /// print("\(server.statistics.requestsAnsweredAtStop) clients told the server stopped")

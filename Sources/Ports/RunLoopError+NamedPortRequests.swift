@@ -1,6 +1,6 @@
 import RunLoopCore
 
-/// The failures a client of a requests-sequence server can get (in ``NamedPort/request(msgid:data:sendTimeout:receiveTimeout:)``).
+/// The failures a client of a requests-sequence server can get from its `request` calls.
 extension RunLoopError.Code {
   /// The server's sequence buffer was full: its consumer falls behind. Nothing was handled;
   /// the request may be sent again.

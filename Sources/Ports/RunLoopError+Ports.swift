@@ -173,7 +173,7 @@ extension RunLoopError {
   /// ```swift
   /// throw RunLoopError.unsupportedFrameVersion("port 'svc' reads frame version 1 only")
   /// ```
-  public static func unsupportedFrameVersion(_ message: String) -> RunLoopError {
+  package static func unsupportedFrameVersion(_ message: String) -> RunLoopError {
     RunLoopError(code: .unsupportedFrameVersion, message: message)
   }
 }

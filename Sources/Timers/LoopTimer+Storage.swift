@@ -223,38 +223,16 @@ final class _TimerExtras {
 }
 
 /// A timer's membership in one mode key of one loop (a concrete mode or `.common`).
-/// Positions are stored as `Int32` (a heap never holds 2^31 timers).
 struct _TimerSlot {
-  private let storedMode: Int32
-  private var storedFireIndex: Int32
-  private var storedWakeIndex: Int32
+  /// The mode key's position in the scheduler's table.
+  let mode: Int
   /// Whether the timer is (still) in that mode.
   var active: Bool
+  /// Position in the fire-order heap (exact, or tolerant fire), -1 when not in it.
+  var fireIndex = -1
+  /// Position in the tolerant wake-order heap, -1 when not in it.
+  var wakeIndex = -1
   /// Whether `fireIndex` is a position in the tolerant timers' fire heap (else in the
-  /// exact timers' heap): the tolerance the timer had when it was linked.
-  var tolerant: Bool
-
-  init(
-    mode: Int, active: Bool, fireIndex: Int = -1, wakeIndex: Int = -1,
-    tolerant: Bool = false
-  ) {
-    self.storedMode = Int32(mode)
-    self.storedFireIndex = Int32(fireIndex)
-    self.storedWakeIndex = Int32(wakeIndex)
-    self.active = active
-    self.tolerant = tolerant
-  }
-
-  /// The mode key's position in the scheduler's table.
-  var mode: Int { Int(storedMode) }
-  /// Position in the fire-order heap (exact or fire), -1 when not in it.
-  var fireIndex: Int {
-    get { Int(storedFireIndex) }
-    set { storedFireIndex = Int32(newValue) }
-  }
-  /// Position in the wake-order heap, -1 when not in it.
-  var wakeIndex: Int {
-    get { Int(storedWakeIndex) }
-    set { storedWakeIndex = Int32(newValue) }
-  }
+  /// exact heap): the tolerance the timer had when it was linked.
+  var tolerant = false
 }
