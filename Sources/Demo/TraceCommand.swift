@@ -163,7 +163,8 @@ struct TraceCommand: ParsableCommand {
     func run() throws {
       // Each log opens before anything is written, so a missing one is named as such.
       for file in files { _ = try TraceCommand.reader(at: file) }
-      // Arrows need two passes; a pipe can be read once, so it is drawn without them.
+      // Several logs are paired in two passes; a pipe can be read once, so its arrows are
+      // paired in that one pass (bounded: a cause among the last 65,536 call-outs).
       if files.count == 1, !Self.isRegularFile(files[0]) {
         return try exportOnce(files[0])
       }
@@ -202,7 +203,8 @@ struct TraceCommand: ParsableCommand {
       return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 
-    /// One log read once (a pipe or FIFO): the events, without cause arrows.
+    /// One log read once (a pipe or FIFO): the events, with the cause arrows paired in that
+    /// one pass (in bounded memory: a cause among the last 65,536 call-outs).
     private func exportOnce(_ file: String) throws {
       let reader = try TraceCommand.reader(at: file)
       let events: Int
@@ -220,7 +222,8 @@ struct TraceCommand: ParsableCommand {
       }
       StandardStreams.out(
         "wrote \(chrome): \(reader.records) records as \(events) Chrome trace events"
-          + " (no cause arrows: '\(file)' is not a regular file, and arrows read it twice)")
+          + " (read once: '\(file)' is not a regular file; arrows only to causes among the"
+          + " last 65,536 call-outs)")
     }
   }
 
