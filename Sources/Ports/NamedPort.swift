@@ -50,7 +50,7 @@ public final class NamedPort: @unchecked Sendable {
   public let trustedUIDs: Set<uid_t>
   /// The frame version sent: 2 (with the sending call-out's trace context) by default, or 1
   /// to talk to a server older than trace contexts, which refuses version 2 (the call throws
-  /// ``/RunLoopCore/RunLoopError/Code/unsupportedFrameVersion``). A server answers in the
+  /// ``RunLoopCore/RunLoopError/Code/unsupportedFrameVersion``). A server answers in the
   /// version it was asked in.
   ///
   /// ```swift
@@ -171,7 +171,8 @@ public final class NamedPort: @unchecked Sendable {
   ///   ``RunLoopCore/RunLoopError/Code/peerClosed`` when the server goes away (dies) before
   ///   replying, as soon as that happens; ``RunLoopCore/RunLoopError/Code/messageTooLarge``; the
   ///   server's refusal (``RunLoopCore/RunLoopError/Code/peerRefused``...);
-  ///   ``/RunLoopCore/RunLoopError/Code/invalidated``.
+  ///   ``RunLoopCore/RunLoopError/Code/unsupportedFrameVersion`` from a server older than
+  ///   ``frameVersion``; ``/RunLoopCore/RunLoopError/Code/invalidated``.
   public func request(
     msgid: Int32, data: [UInt8] = [], sendTimeout: Duration = .seconds(1),
     receiveTimeout: Duration = .seconds(5)
