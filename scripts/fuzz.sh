@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 # One line per target: its name, its harness, then the sources it is compiled with.
 targets=(
   "frame-parser fuzz/FrameParser.swift Sources/Ports/_Frame.swift Sources/Ports/_FrameReader.swift"
-  "trace-log-reader fuzz/TraceLogReaderTarget.swift Sources/Observers/TraceLogReader.swift Sources/Observers/TraceRecord.swift Sources/Observers/TraceRecord+JSON.swift Sources/Observers/_LineBuffer.swift Sources/Core/RunLoopError.swift"
+  "trace-log-reader fuzz/TraceLogReaderTarget.swift Sources/Observers/TraceLogReader.swift Sources/Observers/TraceLogReader+BadLine.swift Sources/Observers/TraceRecord.swift Sources/Observers/TraceRecord+Kind.swift Sources/Observers/TraceRecord+JSON.swift Sources/Observers/_LineBuffer.swift Sources/Core/RunLoopError.swift Sources/Core/RunLoopError+Code.swift"
 )
 
 seconds=${1:-${FUZZ_SECONDS:-20}}
@@ -51,7 +51,8 @@ for line in "${targets[@]}"; do
   fi
   echo "fuzz: building $name"
   # shellcheck disable=SC2086 # the sources are a word list on purpose
-  if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -g "$harness" $sources \
+  if ! swiftc -sanitize=fuzzer,address -parse-as-library -package-name swift_runloop -O -g \
+    "$harness" $sources \
     -o "$out/$name" >"$out/$name.build.log" 2>&1; then
     cat "$out/$name.build.log" >&2
     echo "fuzz: $name does not build" >&2

@@ -136,6 +136,25 @@ func concurrencySequencesExample(worker: EventRunLoop, pipeReadEnd: Int32) async
   // end snippet
 }
 
+func concurrencyNamedPortRequestsExample(worker: EventRunLoop) async throws {
+  // snippet: concurrency-named-port-requests
+  // The server: requests arrive in a task; each is answered once, from any thread or task.
+  let (server, requests) = try NamedPortServer.requests(
+    name: "com.example.upper", on: worker, capacity: 64)
+  let serving = Task {
+    for await request in requests where request.expectsReply {
+      request.reply(Array(String(decoding: request.message.data, as: UTF8.self).uppercased().utf8))
+    }
+  }
+  // A client, in this process or another: awaiting suspends the task, no pool thread waits.
+  let port = try NamedPort(name: "com.example.upper")
+  let reply = try await port.request(msgid: 1, data: Array("hello".utf8))
+  print(String(decoding: reply, as: UTF8.self))  // "HELLO"
+  serving.cancel()  // stops the server; clients still waiting get `serverStopped`
+  print(server.statistics.requestsRefusedBusy, server.statistics.requestsUnanswered)
+  // end snippet
+}
+
 // snippet: concurrency-main
 // main.swift of a program that wants our main loop and the main actor. Top-level code (no
 // `async` main, no `await` here): the main thread stays ours, and the main loop, running in

@@ -405,4 +405,5 @@ let allSuites: [Suite] = [
         note: String(format: "ours/raw = %.2f", named / raw)))
   },
   watchdogSuite,
+  sourceScaleSuite,
 ]

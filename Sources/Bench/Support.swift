@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 
 /// Nanoseconds on CLOCK_BOOTTIME, the clock ContinuousClock and our loop's timerfd use.
-@inline(__always) func nanosNow() -> UInt64 {
+func nanosNow() -> UInt64 {
   var spec = timespec()
   clock_gettime(CLOCK_BOOTTIME, &spec)
   return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)

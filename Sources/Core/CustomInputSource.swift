@@ -23,7 +23,7 @@ import Synchronization
 /// ```
 ///
 /// All methods are safe to call from any thread.
-public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
+public final class CustomInputSource: ModeScheduledItem, Sendable {
   /// The source's name in traces.
   ///
   /// ```swift
@@ -66,6 +66,8 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     weak var loop: EventRunLoop?
     let loopID: UInt64
     let mode: LoopMode
+    /// The loop's inbox of signalled sources (held strongly: it does not keep the loop).
+    let inbox: SignalInbox
   }
 
   /// Creates a source.
@@ -108,6 +110,12 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// loop.wakeUp()
   /// ```
   public func signal() {
+    signal(waking: false)
+  }
+
+  /// Signals, and with `waking` wakes every loop the source is in, under one hold of the
+  /// registrations' lock (waking takes no lock: see `EventRunLoop.wakeUp()`).
+  private func signal(waking: Bool) {
     guard isValid else { return }
     let traced = calloutInstrumentCount.load(ordering: .relaxed) > 0
     if traced {
@@ -120,16 +128,29 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     }
     // A source already signalled keeps its first stamp (and its place), as in CFRunLoop,
     // which keeps the time of the first signal.
-    guard signalStamp.load(ordering: .relaxed) == 0 else { return }
-    let stamp = signalStamps.wrappingAdd(1, ordering: .relaxed).newValue
-    guard signalStamp.compareExchange(expected: 0, desired: stamp, ordering: .releasing).exchanged
-    else { return }
+    var first = false
+    var stamp: UInt64 = 0
+    if signalStamp.load(ordering: .relaxed) == 0 {
+      stamp = signalStamps.wrappingAdd(1, ordering: .relaxed).newValue
+      first =
+        signalStamp.compareExchange(expected: 0, desired: stamp, ordering: .releasing)
+        .exchanged
+    }
+    guard first || waking else { return }
     // The first signal since the source last ran is the one CF orders by: its maker is the
     // cause of the perform. (Recorded after the stamp: a pass that takes the signal in
     // between finds no cause for that stamp, rather than another signal's.)
-    if traced {
-      let cause = CalloutCause.capture()
-      shared.withLock { $0.cause = (stamp, cause) }
+    let cause = first && traced ? CalloutCause.capture() : nil
+    shared.withLock { shared in
+      if let cause { shared.cause = (stamp, cause) }
+      var lastLoop: UInt64?
+      for registration in shared.registrations where registration.loopID != lastLoop {
+        // The first signal since the source last ran: the loops it is in learn of it, so
+        // that their passes look at the signalled sources only.
+        if first { registration.inbox.add(self) }
+        if waking { registration.loop?.wakeUp() }
+        lastLoop = registration.loopID
+      }
     }
   }
 
@@ -140,8 +161,7 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
   /// source.signalAndWakeUp()
   /// ```
   public func signalAndWakeUp() {
-    signal()
-    for loop in scheduledLoops() { loop.wakeUp() }
+    signal(waking: true)
   }
 
   /// Whether the source is signalled and not yet performed.
@@ -209,7 +229,8 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
 
   func didSchedule(on loop: EventRunLoop, mode: LoopMode) {
     shared.withLock {
-      $0.registrations.append(Registration(loop: loop, loopID: loop.id, mode: mode))
+      $0.registrations.append(
+        Registration(loop: loop, loopID: loop.id, mode: mode, inbox: loop.signalInbox))
     }
   }
 
@@ -223,17 +244,6 @@ public final class CustomInputSource: ModeScheduledItem, @unchecked Sendable {
     }
   }
 
-  private func scheduledLoops() -> [EventRunLoop] {
-    var seen = Set<UInt64>()
-    return shared.withLock { shared in
-      shared.registrations.compactMap { registration in
-        guard let loop = registration.loop, seen.insert(registration.loopID).inserted else {
-          return nil
-        }
-        return loop
-      }
-    }
-  }
 }
 
 // Stamps of first signals, process-wide: they order signalled sources of equal order by

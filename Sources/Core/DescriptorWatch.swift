@@ -23,7 +23,7 @@ import Synchronization
 /// ```
 ///
 /// All methods are safe to call from any thread.
-public final class DescriptorWatch: ModeScheduledItem, @unchecked Sendable {
+public final class DescriptorWatch: ModeScheduledItem, Sendable {
   /// The descriptor watched.
   ///
   /// ```swift

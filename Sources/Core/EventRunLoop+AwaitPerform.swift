@@ -32,6 +32,8 @@ extension EventRunLoop {
   ) async throws -> Value {
     let waiter = _PerformWaiter<Value>()
     return try await withTaskCancellationHandler {
+      // Unsafe (unchecked) continuation: `_PerformWaiter` resumes it exactly once, under its
+      // lock, which is what the checked kind would verify at a cost per await.
       try await withUnsafeThrowingContinuation { continuation in
         // A task cancelled before it got here queues nothing.
         guard waiter.begin(continuation) else { return }

@@ -29,6 +29,7 @@ extension EventRunLoop {
       calloutKind: .mainQueue
     ) { [unowned self] _ in
       var count: UInt64 = 0
+      // Consumes the eventfd's 8-byte counter (read(2) into the integer's storage).
       _ = withUnsafeMutableBytes(of: &count) { read(descriptor, $0.baseAddress, 8) }
       local.mainQueueDrains += 1
       dispatchMainQueueCallback(nil)

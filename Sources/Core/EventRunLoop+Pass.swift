@@ -140,38 +140,10 @@ extension EventRunLoop {
   /// next pass, as in CFRunLoop, which collects the signalled sources before calling any.
   /// Returns whether any ran.
   private func fireCustomSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
-    // Most passes find no source signalled: the flags alone tell, read in place in the
-    // snapshot, without copying the list out (a retain and a release of the list and of
-    // each source).
-    guard self[passIn: mode].sources.contains(where: \.hasPendingSignal) else { return false }
+    // Most passes find no source signalled: the loop's inbox of signalled sources tells
+    // without a lock (see `EventRunLoop+SignalledSources.swift`).
+    guard mayHaveSignalledSources(mode: mode) else { return false }
     return performSignalledSources(mode: mode, onlyFirst: onlyFirst)
-  }
-
-  // Out of line: the slow path of a check made every pass (see Docs/Performance.md, "What
-  // the annotations buy").
-  @inline(never)
-  private func performSignalledSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
-    // Lists taken from a pool (a call-out may run the loop nested, which takes another):
-    // once they have grown, a pass allocates nothing here.
-    var batch = local.signalledSourceLists.popLast() ?? []
-    for source in self[passIn: mode].sources {
-      let stamp = source.pendingSignalStamp
-      if stamp != 0, source.isValid { batch.append((source.order, stamp, source)) }
-    }
-    // The snapshot lists sources in ascending order already; only ties need the stamps.
-    if batch.count > 1 { batch.sort { ($0.order, $0.stamp) < ($1.order, $1.stamp) } }
-    var handled = false
-    for (_, stamp, source) in batch where source.isValid && source.consumeSignal() {
-      handled = true
-      callOut(
-        .source, name: source.name, dueAt: source.signalTime,
-        cause: source.takeCause(ofSignal: stamp)
-      ) { source.performHandler() }
-      if onlyFirst { break }
-    }
-    batch.removeAll(keepingCapacity: true)
-    local.signalledSourceLists.append(batch)
-    return handled
   }
 
   /// Step 5: checks without blocking whether a version-1 source is ready. Returns the

@@ -174,7 +174,7 @@ extension EventRunLoop {
   /// Whether a run in `mode` would have nothing to wait for: no sources, no descriptors, no
   /// deadline-source items, no perform requests or jobs for it.
   func modeIsEmpty(_ mode: LoopMode) -> Bool {
-    if !self[passIn: mode].sources.isEmpty || self[passIn: mode].hasWatches { return false }
+    if self[passIn: mode].hasSources || self[passIn: mode].hasWatches { return false }
     let isCommon = self[passIn: mode].isCommon
     if hasPerformRequests(for: mode, isCommon: isCommon) { return false }
     if hasJobs(for: mode, modeIsCommon: isCommon) { return false }

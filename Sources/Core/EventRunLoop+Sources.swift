@@ -21,6 +21,9 @@ extension EventRunLoop {
     let joined: [LoopMode]? = state.withLock { state in
       guard state.sources.insert(source, in: mode) else { return nil }
       source.didSchedule(on: self, mode: mode)
+      // Signalled before it was added (or while it was out of this loop): from now on its
+      // registration announces its signals, this one is announced here.
+      if source.isSignalled { signalInbox.add(source) }
       return Self.concreteModes(mode, of: source, in: state.sources, commonModes: state.commonModes)
     }
     guard let joined else { return }
@@ -41,6 +44,8 @@ extension EventRunLoop {
     let removal: (left: [LoopMode], running: Bool)? = state.withLock { state in
       guard state.sources.remove(source, from: mode) else { return nil }
       source.didUnschedule(from: self, mode: mode)
+      // Out of the loop: its pending signal must not keep it (and its closures) alive here.
+      if !state.sources.isScheduled(source) { signalInbox.remove(source) }
       let left = Self.concreteModes(
         mode, of: source, in: state.sources, commonModes: state.commonModes)
       return (left, !state.frames.isEmpty)

@@ -24,6 +24,9 @@ import Synchronization
 /// ``stop()``, ``wakeUp()``, ``perform(inModes:name:_:)->PerformRequest``) is safe from any thread, as the
 /// guide's "Thread Safety and Run Loop Objects" describes for CoreFoundation.
 public final class EventRunLoop: @unchecked Sendable {
+  // Unchecked: `local` is a `var` the compiler cannot prove is touched by one thread; only
+  // the loop's thread touches it (`assertOnLoopThread()`). Everything else is a `let` of a
+  // Sendable type, a `GuardedState` or an atomic.
   /// A number that identifies the loop in traces, unique in the process.
   ///
   /// ```swift
@@ -51,6 +54,8 @@ public final class EventRunLoop: @unchecked Sendable {
   let published: PublishedState
   // The wake-up protocol: whether a wake-up is outstanding, or the loop is polling.
   let wakeState: WakeState
+  /// The custom sources signalled for this loop and not yet performed (step 4 reads them).
+  let signalInbox = SignalInbox()
   // Changes whenever the loop's own instruments change.
   let instrumentsVersion = Atomic<UInt64>(0)
   // The longest a sleep may poll before blocking, in nanoseconds (see `spinLimit`).
@@ -88,6 +93,8 @@ public final class EventRunLoop: @unchecked Sendable {
   public static var current: EventRunLoop {
     let tid = crl_current_tid()
     if tid == getpid() { return main }
+    // The slot holds one retained reference (taken below, given back by the key's destructor
+    // at thread exit); reading it borrows that reference without retaining again.
     if let stored = pthread_getspecific(currentLoopKey) {
       return Unmanaged<EventRunLoop>.fromOpaque(stored).takeUnretainedValue()
     }
@@ -119,6 +126,7 @@ public final class EventRunLoop: @unchecked Sendable {
   /// ```
   public var isCurrent: Bool {
     if isMain { return crl_current_tid() == threadID }
+    // An identity comparison of the thread's slot with this loop's address: no reference taken.
     return pthread_getspecific(currentLoopKey) == Unmanaged.passUnretained(self).toOpaque()
   }
 
@@ -235,6 +243,7 @@ public final class EventRunLoop: @unchecked Sendable {
     var watches: [DescriptorWatch] = []
     var abandoned = RequestList()
     var sources: [(CustomInputSource, LoopMode)] = []
+    var signalled: [CustomInputSource] = []
     var waiting: [DispatchSemaphore] = []
     var executors: [LoopExecutor] = []
     let strandedJobs = state.withLock { state -> Int in
@@ -262,6 +271,7 @@ public final class EventRunLoop: @unchecked Sendable {
           sources += concrete.map { (source, $0) }
         }
       }
+      signalled = signalInbox.removeAll()
       watches = Array(state.watchesByToken.values)
       for watch in watches {
         for mode in state.watches.modes(of: watch) { state.watches.remove(watch, from: mode) }
@@ -272,6 +282,7 @@ public final class EventRunLoop: @unchecked Sendable {
     }
     instrumentsVersion.wrappingAdd(1, ordering: .releasing)
     local.instruments = InstrumentCache()
+    local.signalsCheckedFor = nil
     dropPassSnapshot()
     while let request = abandoned.popFirst() { request.abandon() }
     for waiter in waiting { waiter.signal() }
@@ -285,6 +296,7 @@ public final class EventRunLoop: @unchecked Sendable {
     deadlineSources.removeAll()
     instruments.removeAll()
     watches.removeAll()
+    signalled.removeAll()
   }
 
 }
@@ -317,6 +329,7 @@ let currentLoopKey: pthread_key_t = {
   var key = pthread_key_t()
   let status = pthread_key_create(&key) { pointer in
     guard let pointer else { return }
+    // Takes back the reference `current` stored, so the loop is released after this.
     let loop = Unmanaged<EventRunLoop>.fromOpaque(pointer).takeRetainedValue()
     loop.threadDidExit()
   }

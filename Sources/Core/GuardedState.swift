@@ -18,6 +18,8 @@ import Glibc
 /// Never call out to user code inside `withLock`: copy what you need out, release the lock,
 /// then call.
 public final class GuardedState<Value>: @unchecked Sendable {
+  // Unchecked: `value` is only reached inside `withLock`, under `mutex`. The mutex is
+  // allocated, not stored inline, because a pthread mutex must not move while in use.
   private let mutex: UnsafeMutablePointer<pthread_mutex_t>
   // Guarded by `mutex`. Exempt from the run-time exclusivity check: the mutex already makes
   // every access exclusive, and the check is a runtime call per `withLock` (figures in

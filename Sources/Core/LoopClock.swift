@@ -28,6 +28,9 @@ package enum LoopClock {
       let before = now()
       let instant = ContinuousClock.now
       let after = now()
+      // `ContinuousClock.Instant` stores the clock reading as a `Duration` but does not make
+      // it public; the bit cast reads it, guarded by the size check, and the reading is used
+      // only when it falls between the two `now()` readings around it.
       if MemoryLayout<ContinuousClock.Instant>.size == MemoryLayout<Duration>.size {
         let stored = nanoseconds(of: unsafeBitCast(instant, to: Duration.self))
         if stored.exact, before <= stored.nanoseconds, stored.nanoseconds <= after {

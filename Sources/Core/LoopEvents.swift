@@ -63,6 +63,41 @@ public final class LoopEvents<Element: Sendable>: AsyncSequence, Sendable {
     buffer.end()
   }
 
+  /// Makes a sequence fed by a source, the way every source's sequence is set up: `make`
+  /// builds the source around the sequence's feed, `start` puts it on its loop, and `stop`
+  /// takes it off (once, when the sequence ends, or at once if `start` throws).
+  ///
+  /// - Parameters:
+  ///   - onDemand: called with the source when the consumer waits on an empty buffer (a
+  ///     paused source resumes here); not called once the sequence has ended.
+  /// - Returns: the sequence and its source.
+  /// - Throws: what `make` or `start` throws.
+  package static func fed<Source: Sendable>(
+    buffering: Buffering,
+    by make: (LoopEventFeed<Element>) throws(RunLoopError) -> Source,
+    start: (Source) throws(RunLoopError) -> Void,
+    stop: @escaping @Sendable (Source) -> Void,
+    onDemand: (@Sendable (Source) -> Void)? = nil
+  ) throws(RunLoopError) -> (events: LoopEvents<Element>, source: Source) {
+    // Set once the source exists; taken by the first of the sequence's end and a failed start.
+    let slot = GuardedState<Source?>(nil)
+    let demand = onDemand.map { onDemand in
+      { @Sendable in if let source = slot.withLock({ $0 }) { onDemand(source) } }
+    }
+    let events = LoopEvents(buffering: buffering, onDemand: demand) {
+      if let source = slot.withLock({ $0.take() }) { stop(source) }
+    }
+    let source = try make(events.feed)
+    slot.withLock { $0 = source }
+    do {
+      try start(source)
+    } catch {
+      if let source = slot.withLock({ $0.take() }) { stop(source) }
+      throw error
+    }
+    return (events, source)
+  }
+
   /// The producer's side, for the source's handler (safe from any thread).
   package var feed: LoopEventFeed<Element> { LoopEventFeed(buffer: buffer) }
 
@@ -114,9 +149,23 @@ public final class LoopEvents<Element: Sendable>: AsyncSequence, Sendable {
 package struct LoopEventFeed<Element: Sendable>: Sendable {
   let buffer: _LoopEventBuffer<Element>
 
+  /// What became of an element offered to the buffer.
+  package enum Outcome: Sendable, Hashable {
+    /// Kept (or handed straight to a waiting consumer).
+    case kept
+    /// Refused because the buffer was full (`.oldest` policy); counted in `droppedCount`.
+    case refused
+    /// Refused because the sequence has ended or finished.
+    case ended
+  }
+
   /// Offers `element` to the buffer; returns whether it was kept.
   @discardableResult
-  package func yield(_ element: Element) -> Bool { buffer.yield(element) }
+  package func yield(_ element: Element) -> Bool { buffer.offer(element) == .kept }
+
+  /// Offers `element` to the buffer; says why it was not kept, for a producer that must
+  /// answer for what it loses (a request whose client waits).
+  package func offer(_ element: Element) -> Outcome { buffer.offer(element) }
 
   /// Ends the sequence from the source's side (the consumer sees `nil` after the buffer).
   package func finish() { buffer.finish() }
@@ -167,30 +216,35 @@ final class _LoopEventBuffer<Element: Sendable>: Sendable {
   var isFinished: Bool { state.withLock { $0.ended || ($0.finished && $0.elements.isEmpty) } }
   var isEmpty: Bool { state.withLock { $0.elements.isEmpty } }
 
-  func yield(_ element: Element) -> Bool {
-    let (waiter, kept) = state.withLock { state -> (UnsafeContinuation<Element?, Never>?, Bool) in
-      guard !state.ended, !state.finished else { return (nil, false) }
-      if let waiter = state.waiter.take() { return (waiter, true) }
+  func offer(_ element: Element) -> LoopEventFeed<Element>.Outcome {
+    // An element let go is released after the lock: its deinit may have work to do (a
+    // request answers its client).
+    var evicted: Element?
+    let (waiter, outcome) = state.withLock {
+      state -> (UnsafeContinuation<Element?, Never>?, LoopEventFeed<Element>.Outcome) in
+      guard !state.ended, !state.finished else { return (nil, .ended) }
+      if let waiter = state.waiter.take() { return (waiter, .kept) }
       switch buffering {
       case .unbounded:
         state.elements.append(element)
       case .newest(let limit):
         if state.elements.count >= max(limit, 1) {
-          state.elements.removeFirst()
+          evicted = state.elements.removeFirst()
           state.dropped += 1
         }
         state.elements.append(element)
       case .oldest(let limit):
         guard state.elements.count < max(limit, 1) else {
           state.dropped += 1
-          return (nil, false)
+          return (nil, .refused)
         }
         state.elements.append(element)
       }
-      return (nil, true)
+      return (nil, .kept)
     }
     waiter?.resume(returning: element)
-    return kept
+    withExtendedLifetime(evicted) {}
+    return outcome
   }
 
   func finish() {
@@ -202,19 +256,24 @@ final class _LoopEventBuffer<Element: Sendable>: Sendable {
   }
 
   /// The consumer is gone or cancelled: wakes a waiting `next()` with `nil` and takes the
-  /// source off its loop, once.
+  /// source off its loop, once. The elements left in the buffer are released after the
+  /// source is off its loop (and outside the lock), so a source that answers for them (a
+  /// request's client) knows by then that it stopped.
   func end() {
-    let (waiter, onEnd) = state.withLock { state in
+    let (waiter, onEnd, left) = state.withLock { state in
       state.ended = true
-      state.elements.removeAll()
-      return (state.waiter.take(), state.onEnd.take())
+      defer { state.elements = [] }
+      return (state.waiter.take(), state.onEnd.take(), state.elements)
     }
     waiter?.resume(returning: nil)
     onEnd?()
+    withExtendedLifetime(left) {}
   }
 
   func next() async -> Element? {
     await withTaskCancellationHandler {
+      // Unsafe (unchecked) continuation: the buffer's state, under its lock, holds it and
+      // resumes it exactly once (with an element, at the end, or on cancellation).
       await withUnsafeContinuation { (continuation: UnsafeContinuation<Element?, Never>) in
         let outcome = state.withLock { state -> _NextOutcome<Element> in
           if state.ended { return .none }

@@ -18,7 +18,7 @@
 ///
 /// The loop keeps its executors for its thread's life; asking again for the same modes
 /// returns the same executor.
-public final class LoopExecutor: SerialExecutor, TaskExecutor, @unchecked Sendable {
+public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
   /// The loop whose thread runs the jobs.
   ///
   /// ```swift

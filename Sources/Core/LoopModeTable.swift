@@ -173,6 +173,16 @@ package struct LoopModeTable<Item: ModeScheduledItem> {
     byMode[mode]?.live[ObjectIdentifier(item)] != nil
   }
 
+  /// Whether `item` is in any mode (possibly ``LoopMode/common``): O(number of modes).
+  ///
+  /// ```swift
+  /// if !table.isScheduled(item) { forget(item) }
+  /// ```
+  package func isScheduled(_ item: Item) -> Bool {
+    let id = ObjectIdentifier(item)
+    return byMode.values.contains { $0.live[id] != nil }
+  }
+
   /// The modes (possibly including ``LoopMode/common``) that `item` was added to.
   ///
   /// ```swift

@@ -38,7 +38,7 @@ public struct LoopPassInfo: Sendable, Hashable {
   /// ```swift
   /// let info = LoopPassInfo(loopID: loop.id, mode: .default, iteration: 1, depth: 1)
   /// ```
-  public init(loopID: UInt64, mode: LoopMode, iteration: UInt64, depth: Int) {
+  package init(loopID: UInt64, mode: LoopMode, iteration: UInt64, depth: Int) {
     self.loopID = loopID
     self.mode = mode
     self.iteration = iteration

@@ -35,7 +35,7 @@ public struct LoopSpinStatistics: Sendable, Hashable {
   /// ```swift
   /// let none = LoopSpinStatistics(spins: 0, caught: 0, spinTime: .zero)
   /// ```
-  public init(spins: UInt64, caught: UInt64, spinTime: Duration) {
+  package init(spins: UInt64, caught: UInt64, spinTime: Duration) {
     self.spins = spins
     self.caught = caught
     self.spinTime = spinTime

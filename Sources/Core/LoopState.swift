@@ -38,9 +38,6 @@ struct LoopState {
   /// The loop thread's pass snapshot while no run is active (see `PassSnapshotSlot`): kept
   /// here, under the lock, so that any change lets go of it at once, with the items in it.
   var parkedSnapshot: PassSnapshot?
-  /// The custom sources of the mode last asked for, in call-out order (see
-  /// ``sources(for:)``).
-  private var lastSources: (mode: LoopMode, sources: [CustomInputSource])?
 
   init(published: PublishedState) {
     self.published = published
@@ -48,17 +45,7 @@ struct LoopState {
 
   private mutating func structureDidChange() {
     parkedSnapshot = nil
-    lastSources = nil
     published.structureDidChange()
-  }
-
-  /// The custom sources a run in `mode` sees, in call-out order; worked out once per mode
-  /// and change, and kept outside `sources`, so that keeping it is no change of structure.
-  mutating func sources(for mode: LoopMode) -> [CustomInputSource] {
-    if let lastSources, lastSources.mode == mode { return lastSources.sources }
-    let resolved = sources.items(for: mode, commonModes: commonModes)
-    lastSources = (mode, resolved)
-    return resolved
   }
 }
 

@@ -22,6 +22,10 @@ struct LoopThreadState {
   var mainQueueDrains = 0
   /// Emptied lists for step 4's signalled sources, one taken per step 4 in progress.
   var signalledSourceLists: [[SignalledSource]] = []
+  /// The state of the loop's sources (``PublishedState/structure``) and the mode in which
+  /// step 4 last found nothing it could run among the sources left in the loop's
+  /// ``SignalInbox``: until either moves, only a new signal gives it something to do.
+  var signalsCheckedFor: (structure: UInt64, mode: LoopMode)?
 }
 
 /// A source step 4 found signalled: its order, the stamp of its first signal, the source.

@@ -1,5 +1,5 @@
-/// What a pass in one mode reads from the loop's shared state (`LoopState`): the mode's
-/// custom sources, whether it has descriptor watches, the deadline sources. Taken under the
+/// What a pass in one mode reads from the loop's shared state (`LoopState`): whether the mode
+/// has custom sources and descriptor watches, the deadline sources. Taken under the
 /// state's lock and kept by the loop's thread for as long as nothing it holds has changed,
 /// so that a pass with nothing new takes no lock.
 ///
@@ -14,8 +14,9 @@ struct PassSnapshot {
   let mode: LoopMode
   /// Whether ``mode`` is one of the loop's common modes.
   let isCommon: Bool
-  /// The custom sources of the mode, in call-out order.
-  let sources: [CustomInputSource]
+  /// Whether the mode has custom sources (step 4 reads the signalled ones from the loop's
+  /// ``SignalInbox``, not from here: a change to the sources costs a snapshot nothing more).
+  let hasSources: Bool
   /// Whether the mode has descriptor watches.
   let hasWatches: Bool
   /// Whether some watch is held out of the `epoll` set (see `LoopState.heldTokens`).
@@ -46,7 +47,7 @@ struct PassSnapshotSlot {
 
 extension EventRunLoop {
   /// What a pass in `mode` reads, current when read: a `_read` accessor, so reading a field
-  /// borrows the stored snapshot instead of copying it (a copy retains its two arrays).
+  /// borrows the stored snapshot instead of copying it (a copy retains its array).
   subscript(passIn mode: LoopMode) -> PassSnapshot {
     _read {
       assertOnLoopThread()
@@ -70,11 +71,11 @@ extension EventRunLoop {
   @inline(never)
   private func takeSnapshot(for mode: LoopMode) -> PassSnapshot {
     state.withLock { state in
-      let sources = state.sources(for: mode)
       let common = state.commonModes
       return PassSnapshot(
         structure: state.published.structure.load(ordering: .sequentiallyConsistent),
-        mode: mode, isCommon: common.contains(mode), sources: sources,
+        mode: mode, isCommon: common.contains(mode),
+        hasSources: state.sources.hasItems(for: mode, commonModes: common),
         hasWatches: state.watches.hasItems(for: mode, commonModes: common),
         hasHeldWatches: !state.heldTokens.isEmpty, deadlineSources: state.deadlineSources)
     }

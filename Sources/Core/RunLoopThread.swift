@@ -25,21 +25,7 @@ import Synchronization
 /// An error thrown by the entry closure is never lost: ``join()`` throws it (wrapped as
 /// ``RunLoopError/Code/threadFailed``), ``failure`` keeps it, and it is passed to
 /// ``failureHandler`` (which prints to standard error unless replaced).
-public final class RunLoopThread: @unchecked Sendable {
-  /// Where a thread is in its life.
-  ///
-  /// ```swift
-  /// if worker.state == .finished { try worker.join() }
-  /// ```
-  public enum State: UInt8, Sendable {
-    /// Created, not started.
-    case created
-    /// Running its entry closure.
-    case executing
-    /// The entry closure returned or threw.
-    case finished
-  }
-
+public final class RunLoopThread: Sendable {
   /// The thread's name (Linux keeps the first 15 bytes for tools such as `top`).
   ///
   /// ```swift
@@ -124,6 +110,8 @@ public final class RunLoopThread: @unchecked Sendable {
   /// ```
   public static var current: RunLoopThread? {
     guard let pointer = pthread_getspecific(currentThreadKey) else { return nil }
+    // The slot holds an unretained reference, set by `main()` for the thread's life, while
+    // the thread itself keeps the object alive (see `start()`).
     return Unmanaged<RunLoopThread>.fromOpaque(pointer).takeUnretainedValue()
   }
 
@@ -245,6 +233,9 @@ public final class RunLoopThread: @unchecked Sendable {
       }
     }
     var handle = pthread_t()
+    // One reference handed to the new thread through pthread_create's context pointer: the
+    // thread takes it back on entry (or this function does, when the thread was not made),
+    // so the object lives at least as long as its thread runs.
     let context = Unmanaged.passRetained(self).toOpaque()
     let status = pthread_create(
       &handle, &attributes,
@@ -302,6 +293,7 @@ public final class RunLoopThread: @unchecked Sendable {
 
   /// The body of the new thread.
   private func main() {
+    // Unretained: `self` outlives this function, which is the thread's whole life.
     pthread_setspecific(currentThreadKey, Unmanaged.passUnretained(self).toOpaque())
     defer { pthread_setspecific(currentThreadKey, nil) }
     _ = crl_set_thread_name(name.prefix15)

@@ -6,6 +6,8 @@ import RunLoopTimers
 /// The countdown's state and its three sources on the main run loop: the one-second timer,
 /// standard input, and SIGINT/SIGTERM/SIGHUP (a closed terminal ends it like Ctrl-C).
 final class CountdownSession: @unchecked Sendable {
+  // Unchecked: its `var`s are touched only on the main thread (see below), which the compiler
+  // cannot see; what other threads read is immutable.
   enum Status: String {
     case running
     case paused
@@ -156,6 +158,7 @@ final class CountdownSession: @unchecked Sendable {
     guard tcgetattr(0, &settings) == 0 else { return }
     savedTerminal = settings
     settings.c_lflag &= ~tcflag_t(ICANON | ECHO)
+    // `c_cc` is a C array, a tuple in Swift: index it as bytes.
     withUnsafeMutableBytes(of: &settings.c_cc) { cc in
       cc[Int(VMIN)] = 1
       cc[Int(VTIME)] = 0

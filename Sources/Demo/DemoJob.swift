@@ -66,12 +66,14 @@ struct DemoJob: Sendable {
   }
 
   static func bytes(of value: Int) -> [UInt8] {
+    // The job travels in a port message as its 8 little-endian bytes.
     withUnsafeBytes(of: Int64(value).littleEndian) { Array($0) }
   }
 
   static func integer(_ bytes: [UInt8]) -> Int? {
     guard bytes.count == 8 else { return nil }
     var value: Int64 = 0
+    // The inverse of `bytes(of:)`: the 8 bytes copied into the integer's storage.
     withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: bytes) }
     return Int(Int64(littleEndian: value))
   }

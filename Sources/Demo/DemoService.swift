@@ -21,6 +21,8 @@ import Synchronization
 /// - once, inside the first heartbeat's call-out, the critical section: a nested run in mode
 ///   "critical".
 final class DemoService: @unchecked Sendable {
+  // Unchecked: its `var`s are set in `run()` on the main thread before any other thread
+  // sees the service; what the threads share is behind `state` or in atomics.
   struct Options: Sendable {
     var workers: Int
     var duration: Duration?
@@ -229,6 +231,12 @@ final class DemoService: @unchecked Sendable {
         "runloop-demo: journald did not take \(unsent) trace entries within the "
           + "\(DurationArgument(options.shutdownTimeout).seconds) s shutdown bound (is journald "
           + "stopped?); they are lost (counted in the journald drops column)")
+    }
+    if let failure = journal?.sinkFailure {
+      StandardStreams.error(
+        "runloop-demo: no journald sink for \(failure.loops) loop(s) (\(failure.message)); "
+          + "their \(failure.entries) trace entries are lost (counted in the journald drops column)"
+      )
     }
     // journald is best effort (the exit status stays the JSON log's), but a loss is said.
     if let journal, case let missed = journal.droppedOrFailed, missed > 0 {
@@ -489,8 +497,7 @@ final class DemoService: @unchecked Sendable {
       let snapshot = metrics.snapshot(ofLoopID: id)
       let journalDrops: String
       if let journal {
-        let statistics = journal.statistics(ofLoop: id)
-        journalDrops = statistics.map { "\($0.dropped + $0.failed + $0.unsent)" } ?? "0"
+        journalDrops = "\(journal.drops(ofLoop: id))"
       } else {
         journalDrops = "-"
       }

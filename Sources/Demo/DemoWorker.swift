@@ -9,7 +9,8 @@ final class DemoWorker: @unchecked Sendable {
   let name: String
   /// The command buffer of Figure 3-2: the main thread appends, the worker's source drains.
   let commands = GuardedState<[DemoJob]>([])
-  /// The thread; set once in `init`.
+  /// The thread; set once in `init` (the `var` that makes the class `@unchecked Sendable`:
+  /// its closure needs `self`, so it cannot be a `let` assigned first).
   private(set) var thread: RunLoopThread!
   private let quit = Atomic<Bool>(false)
   private let finished = Atomic<Int>(0)

@@ -1,37 +1,111 @@
-import Foundation
+import Glibc
+import RunLoopCore
 import RunLoopObservers
 
-/// Reads a growing JSON log: each call returns the records of the complete lines added since
-/// the previous one (a line still being written waits for its newline).
+/// Reads a growing JSON log: each call hands over the records of the complete lines added
+/// since the previous one (a line still being written waits for its newline).
+///
+/// The lines go through ``TraceLogReader``, as the trace tools read them: a line that is not
+/// a record is skipped and counted (``badLines``), not fatal, and a line longer than
+/// ``TraceLogReader/maximumLineBytes`` is skipped without being kept. The file is read a
+/// chunk at a time, so memory stays bounded however much the log grew between two calls.
 struct LogTail {
+  /// A bad line's number, from the start of the log, and why it is not a record.
+  struct BadLine {
+    var line: Int
+    var reason: String
+  }
+
   let path: String
-  private var offset: UInt64 = 0
+  /// Lines skipped because they were not records.
+  private(set) var badLines = 0
+  /// The first of them.
+  private(set) var firstBadLine: BadLine?
+  private var offset = 0
   private var partial: [UInt8] = []
+  // Lines consumed so far (for the bad lines' numbers).
+  private var lines = 0
+  // Dropping the rest of a line longer than the reader's limit, up to its newline.
+  private var skippingLongLine = false
+  private static let chunkBytes = 1 << 16
 
   init(path: String) {
     self.path = path
   }
 
-  mutating func readNewRecords() throws -> [TraceRecord] {
-    guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
-    defer { try? handle.close() }
-    // A log truncated and started again: read it from the beginning.
-    let size = (try? handle.seekToEnd()) ?? 0
-    if size < offset {
+  /// Hands `body` each record of the complete lines added since the last call. A log not
+  /// there yet holds nothing; a log shorter than what was read (truncated and started
+  /// again) is read from its beginning.
+  ///
+  /// - Throws: `DemoError` naming the failed call's error (other than a missing file).
+  mutating func readNewRecords(_ body: (TraceRecord) -> Void) throws {
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    if descriptor < 0 {
+      if errno == ENOENT { return }
+      throw DemoError("cannot read '\(path)': \(String(cString: strerror(errno)))")
+    }
+    defer { close(descriptor) }
+    var info = stat()
+    if fstat(descriptor, &info) == 0, info.st_size < offset {
       offset = 0
       partial = []
+      lines = 0
+      skippingLongLine = false
     }
-    try handle.seek(toOffset: offset)
-    let data = handle.readDataToEndOfFile()
-    offset += UInt64(data.count)
-    partial += data
-    guard let lastNewline = partial.lastIndex(of: UInt8(ascii: "\n")) else { return [] }
-    let complete = String(decoding: partial[...lastNewline], as: UTF8.self)
+    var chunk = [UInt8](repeating: 0, count: Self.chunkBytes)
+    while true {
+      let got = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
+      if got < 0 {
+        if errno == EINTR { continue }
+        throw DemoError("cannot read '\(path)': \(String(cString: strerror(errno)))")
+      }
+      if got == 0 { return }
+      offset += got
+      take(chunk[..<got], body)
+    }
+  }
+
+  /// Adds `bytes` to the unfinished line and hands over the records of the lines completed.
+  private mutating func take(_ bytes: ArraySlice<UInt8>, _ body: (TraceRecord) -> Void) {
+    var bytes = bytes
+    if skippingLongLine {
+      guard let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) else { return }
+      skippingLongLine = false
+      lines += 1
+      bytes = bytes[(newline + 1)...]
+    }
+    partial += bytes
+    guard let lastNewline = partial.lastIndex(of: UInt8(ascii: "\n")) else {
+      if partial.count > TraceLogReader.maximumLineBytes {
+        let reason = "longer than \(TraceLogReader.maximumLineBytes) bytes"
+        noteBad(BadLine(line: lines + 1, reason: reason))
+        partial = []
+        skippingLongLine = true
+      }
+      return
+    }
+    let reader = TraceLogReader(bytes: Array(partial[...lastNewline]), name: path)
+    // Reading bytes in memory cannot fail (only a file's read can).
+    while let record = try? reader.next() { body(record) }
+    if let first = reader.firstBadLine {
+      badLines += reader.badLines
+      noteBad(BadLine(line: lines + first.line, reason: first.reason), count: 0)
+    }
+    lines += partial[...lastNewline].reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
     partial.removeSubrange(...lastNewline)
-    do {
-      return try TraceLog.parse(complete)
-    } catch {
-      throw DemoError("'\(path)' is not a runloop JSON log: \(error.message)")
-    }
+  }
+
+  private mutating func noteBad(_ line: BadLine, count: Int = 1) {
+    badLines += count
+    if firstBadLine == nil { firstBadLine = line }
+  }
+
+  /// A note for people about the lines skipped, or `nil` when there were none.
+  var badLineNote: String? {
+    guard badLines > 0, let first = firstBadLine else { return nil }
+    let place = "line \(first.line): \(first.reason)"
+    return badLines == 1
+      ? "skipped 1 line that is not a trace record (\(place))"
+      : "skipped \(badLines) lines that are not trace records (the first, \(place))"
   }
 }

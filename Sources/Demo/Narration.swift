@@ -3,7 +3,7 @@ import RunLoopCore
 /// What a scenario prints, and the expectations it checks: a scenario is a short program that
 /// explains a concept and verifies that the loop behaved as explained. A failed expectation
 /// is printed and makes the command exit 1.
-final class Narration: @unchecked Sendable {
+final class Narration: Sendable {
   private let started = ContinuousClock.now
   // Guarded by its own lock: the expectations that failed.
   private let failures = GuardedState<[String]>([])

@@ -6,26 +6,63 @@ import RunLoopObservers
 /// A trace sink that gives each run loop its own ``JournalSink`` (one queue and writer
 /// thread per loop), so the summary can say how many journald records each loop lost. The
 /// sinks are made on a loop's first record; every entry carries the same identifier.
-final class PerLoopJournal: TraceSink, @unchecked Sendable {
+///
+/// A loop whose sink could not be made loses its records to journald: they are counted
+/// (``droppedOrFailed``, ``drops(ofLoop:)``) and the first error is kept (``sinkError``),
+/// so the summary says so instead of reporting a journal that got everything.
+final class PerLoopJournal: TraceSink, Sendable {
+  /// Makes one loop's sink.
+  typealias SinkMaker =
+    @Sendable (String, JournalSink.Destination) throws(RunLoopError) -> JournalSink
+
+  private struct State {
+    var byLoop: [UInt64: JournalSink] = [:]
+    var closed = false
+    /// Records of loops whose sink could not be made, per loop.
+    var lostWithoutSink: [UInt64: UInt64] = [:]
+    var sinkError: String?
+  }
+
   let identifier: String
   let destination: JournalSink.Destination
-  // Guarded by its own lock: the sink of each loop id, and whether close() ran.
-  private let sinks = GuardedState<(byLoop: [UInt64: JournalSink], closed: Bool)>(([:], false))
+  private let makeSink: SinkMaker
+  // Guarded by its own lock.
+  private let sinks = GuardedState(State())
 
-  init(identifier: String, destination: JournalSink.Destination) {
+  init(
+    identifier: String, destination: JournalSink.Destination,
+    makeSink: @escaping SinkMaker = { identifier, destination throws(RunLoopError) in
+      try JournalSink(identifier: identifier, destination: destination)
+    }
+  ) {
     self.identifier = identifier
     self.destination = destination
+    self.makeSink = makeSink
   }
 
   func enqueue(_ record: TraceRecord) {
-    let existing = sinks.withLock { $0.closed ? nil : $0.byLoop[record.loop] }
+    let existing = sinks.withLock { state -> JournalSink?? in
+      if state.closed { return .some(nil) }
+      if let sink = state.byLoop[record.loop] { return sink }
+      if state.lostWithoutSink[record.loop] != nil {
+        state.lostWithoutSink[record.loop]! += 1
+        return .some(nil)
+      }
+      return nil
+    }
     if let existing {
-      existing.enqueue(record)
+      existing?.enqueue(record)
       return
     }
     // First record of this loop: make its sink outside the lock (it starts a thread).
-    // With no extra fields and the default rate limit the initializer has nothing to refuse.
-    guard let fresh = try? JournalSink(identifier: identifier, destination: destination) else {
+    let fresh: JournalSink
+    do {
+      fresh = try makeSink(identifier, destination)
+    } catch {
+      sinks.withLock { state in
+        state.lostWithoutSink[record.loop, default: 0] += 1
+        if state.sinkError == nil { state.sinkError = error.message }
+      }
       return
     }
     let chosen = sinks.withLock { state -> JournalSink? in
@@ -44,13 +81,14 @@ final class PerLoopJournal: TraceSink, @unchecked Sendable {
 
   /// Closes every loop's sink by one `deadline` (not one bound per sink in turn: with
   /// journald stalled that made shutdown take 5 s per loop); returns whether all of them
-  /// handed everything over. What a sink left behind is in its statistics (`unsent`).
+  /// handed everything over (a loop without a sink did not). What a sink left behind is in
+  /// its statistics (`unsent`).
   func close(before deadline: ContinuousClock.Instant) -> Bool {
-    let all = sinks.withLock { state -> [JournalSink] in
+    let (all, lost) = sinks.withLock { state -> ([JournalSink], Bool) in
       state.closed = true
-      return Array(state.byLoop.values)
+      return (Array(state.byLoop.values), !state.lostWithoutSink.isEmpty)
     }
-    var complete = true
+    var complete = !lost
     for sink in all where !sink.close(before: deadline) { complete = false }
     return complete
   }
@@ -60,18 +98,34 @@ final class PerLoopJournal: TraceSink, @unchecked Sendable {
     sinks.withLock { Array($0.byLoop.values) }.reduce(0) { $0 + $1.statistics.unsent }
   }
 
-  /// Entries of all loops' sinks that journald did not get: dropped (the queue full or over
-  /// the rate limit) or failed (refused, or no journal answered).
+  /// Entries that journald did not get: dropped (the queue full or over the rate limit),
+  /// failed (refused, or no journal answered), or of a loop whose sink could not be made.
   var droppedOrFailed: UInt64 {
-    sinks.withLock { Array($0.byLoop.values) }.reduce(0) {
+    let (all, lost) = sinks.withLock { state in
+      (Array(state.byLoop.values), state.lostWithoutSink.values.reduce(0, +))
+    }
+    return all.reduce(lost) {
       let statistics = $1.statistics
       return $0 + statistics.dropped + statistics.failed
     }
   }
 
-  /// The journald statistics of one loop's sink, if that loop sent anything.
-  func statistics(ofLoop loop: UInt64) -> JournalSinkStatistics? {
-    sinks.withLock { $0.byLoop[loop] }?.statistics
+  /// Entries of one loop that journald did not get, `unsent` ones included (0 for a loop
+  /// that sent nothing).
+  func drops(ofLoop loop: UInt64) -> UInt64 {
+    let (sink, lost) = sinks.withLock { ($0.byLoop[loop], $0.lostWithoutSink[loop] ?? 0) }
+    guard let statistics = sink?.statistics else { return lost }
+    return lost + statistics.dropped + statistics.failed + statistics.unsent
+  }
+
+  /// Why a loop's sink could not be made (the first such error), and how many loops had
+  /// none; `nil` when every loop had its sink.
+  var sinkFailure: (message: String, loops: Int, entries: UInt64)? {
+    sinks.withLock { state in
+      state.sinkError.map {
+        ($0, state.lostWithoutSink.count, state.lostWithoutSink.values.reduce(0, +))
+      }
+    }
   }
 
   /// Whether a journal answers at `socketPath`: the socket exists and accepts a datagram
@@ -84,6 +138,8 @@ final class PerLoopJournal: TraceSink, @unchecked Sendable {
     defer { Glibc.close(descriptor) }
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
+    // `sun_path` is a C array (a tuple in Swift), and `connect(2)` takes a `sockaddr`
+    // pointer: both are reached through raw pointers for the length of the calls.
     withUnsafeMutableBytes(of: &address.sun_path) { buffer in
       for (index, byte) in socketPath.utf8.enumerated() { buffer[index] = byte }
     }

@@ -5,7 +5,7 @@ import RunLoopTimers
 
 extension Scenarios {
   /// A trace sink that narrates the watchdog's records and keeps them.
-  final class StallNarrator: TraceSink, @unchecked Sendable {
+  final class StallNarrator: TraceSink, Sendable {
     let narration: Narration
     private let kept = GuardedState<[TraceRecord]>([])
 

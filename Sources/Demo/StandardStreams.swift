@@ -36,6 +36,7 @@ enum StandardStreams {
     var bytes = Array(text.utf8)
     var offset = 0
     while offset < bytes.count {
+      // write(2) reads the array's bytes in place.
       let written = bytes.withUnsafeMutableBytes { buffer in
         Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
       }

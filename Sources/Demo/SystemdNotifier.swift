@@ -39,6 +39,8 @@ struct SystemdNotifier: Sendable {
     address.sun_family = sa_family_t(AF_UNIX)
     var pathBytes = Array(socketPath.utf8)
     if pathBytes.first == UInt8(ascii: "@") { pathBytes[0] = 0 }  // abstract namespace
+    // `sun_path` is a C array (a tuple in Swift), and `sendto(2)` takes a `sockaddr`
+    // pointer: both are reached through raw pointers for the length of the calls.
     withUnsafeMutableBytes(of: &address.sun_path) { buffer in
       for (index, byte) in pathBytes.enumerated() { buffer[index] = byte }
     }

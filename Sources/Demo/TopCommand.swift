@@ -53,11 +53,14 @@ struct TopCommand: ParsableCommand {
     let end = duration.map { ContinuousClock.now + $0.duration }
     var frame = 0
     while true {
-      for record in try tail.readNewRecords() { board.add(record) }
+      try tail.readNewRecords { board.add($0) }
       frame += 1
-      let table = Self.render(board, file: file, frame: frame, now: Self.bootNow(), window: window)
+      let table = Self.render(
+        board, file: file, frame: frame, now: Self.bootNow(), window: window,
+        badLines: tail.badLines)
       if once {
         StandardStreams.write(1, table)
+        if let note = tail.badLineNote { StandardStreams.error("runloop-demo: '\(file)': \(note)") }
         return
       }
       // Home, the table with each line cleared to its end, then clear what is below.
@@ -78,13 +81,15 @@ struct TopCommand: ParsableCommand {
     return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
   }
 
-  static func render(_ board: TopBoard, file: String, frame: Int, now: Int64, window: Int64)
-    -> String
-  {
+  static func render(
+    _ board: TopBoard, file: String, frame: Int, now: Int64, window: Int64, badLines: Int = 0
+  ) -> String {
     let runs = board.runs.sorted().joined(separator: ",")
+    // Lines that were not records are skipped, as the trace tools skip them, and counted.
+    let skipped = badLines > 0 ? "  \(badLines) bad line\(badLines == 1 ? "" : "s") skipped" : ""
     var lines = [
       "runloop-demo top  \(file)  run \(runs.isEmpty ? "-" : runs)  \(board.records) records  "
-        + "frame \(frame)",
+        + "frame \(frame)\(skipped)",
       "",
     ]
     let header: [String] = [

@@ -83,6 +83,7 @@ struct TraceCommand: ParsableCommand {
       throw DemoError("cannot write '\(path)': \(String(cString: strerror(errno)))")
     }
     defer { close(descriptor) }
+    // write(2) reads the bytes in place.
     let written = data.withUnsafeBytes { buffer -> Int in
       var offset = 0
       while offset < buffer.count {

@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 import Glibc
 import RunLoopCore
@@ -9,7 +10,13 @@ import RunLoopCore
 /// call-out a complete event (`X`, with its duration), the other activities instant events
 /// (`i`), a stall an instant event where the watchdog saw it and its recovery a complete
 /// event `stalled` over the time the loop was awake, and each thread's name a metadata event
-/// (`M`, `thread_name`). Timestamps are
+/// (`M`, `thread_name`). A call-out whose record names its cause (`cause_span`, schema
+/// version 3) gets a flow arrow from the causing call-out's slice: a flow start event (`s`)
+/// inside the cause's slice and a flow end (`f`, bound to its enclosing slice) inside the
+/// effect's, with the same `id` (one per arrow) and category `cause`, which Perfetto and
+/// `chrome://tracing` draw as an arrow between the two slices, across threads. An arrow is
+/// drawn only when both records are in the trace, and the cause is found among the last
+/// 65,536 call-outs (so memory stays bounded). Timestamps are
 /// microseconds on the trace's monotonic clock. A run still open at the end of the trace is
 /// closed at the last timestamp, and an exit whose entry happened before tracing began is
 /// left out, so begin and end events always balance.
@@ -259,6 +266,7 @@ struct _ChromeEventConverter {
   private var named = Set<Int32>()
   private var open: [Int32: [Int32]] = [:]  // tid: the pid of each open run
   private var lastTimestamp: [Int32: Int64] = [:]
+  private var flows = _CauseFlows()
 
   mutating func add(_ record: TraceRecord, _ emit: (_ChromeEvent) -> Void) {
     let pid = Int(record.pid)
@@ -312,6 +320,8 @@ struct _ChromeEventConverter {
       if let lateness = record.lateness {
         args.append(("lateness_us", .double(ChromeTrace.microseconds(lateness))))
       }
+      if let span = record.span { args.append(("span", .string(span))) }
+      if let cause = record.causeSpan { args.append(("cause_span", .string(cause))) }
       emit(
         _ChromeEvent(
           fields: [
@@ -320,6 +330,10 @@ struct _ChromeEventConverter {
             ("cat", .string("callout")),
             ("dur", .double(ChromeTrace.microseconds(record.duration ?? 0))),
           ] + base, args: args))
+      flows.add(record) { arrow in
+        emit(arrow.event(phase: "s", at: arrow.cause))
+        emit(arrow.event(phase: "f", at: arrow.effect))
+      }
     case .sleep:
       emit(
         _ChromeEvent(
@@ -366,4 +380,106 @@ struct _ChromeEventConverter {
     }
     open.removeAll()
   }
+}
+
+/// Pairs call-outs with the call-outs they caused, as records arrive in log order (a cause's
+/// record may come before or after its effects': a record is made when its call-out ends),
+/// in bounded memory: the last `limit` call-outs, and as many effects waiting for a cause
+/// not seen yet.
+struct _CauseFlows {
+  /// A call-out in a process: what an effect's `cause_span` (and `cause_pid`) names.
+  struct Key: Hashable {
+    let pid: Int32
+    let span: String
+  }
+
+  /// A point inside a call-out's slice where a flow event binds to it: a little after its
+  /// start (half its length, at most 0.5 µs), so that it falls inside the slice after the
+  /// microsecond rounding of both, and before any call-out nested in it.
+  struct Anchor {
+    let pid: Int32
+    let tid: Int32
+    let timestamp: Int64
+
+    init(_ record: TraceRecord) {
+      pid = record.pid
+      tid = record.tid
+      timestamp = record.timestamp.saturatingAdding(min((record.duration ?? 0) / 2, 500))
+    }
+  }
+
+  /// One arrow: its number in the trace, from the cause to the effect.
+  struct Arrow {
+    let id: Int
+    let cause: Anchor
+    let effect: Anchor
+
+    func event(phase: String, at anchor: Anchor) -> _ChromeEvent {
+      var fields: [(String, _ChromeEvent.Value)] = [
+        ("ph", .string(phase)), ("id", .int(id)), ("name", .string("cause")),
+        ("cat", .string("cause")), ("pid", .int(Int(anchor.pid))), ("tid", .int(Int(anchor.tid))),
+        ("ts", .double(ChromeTrace.microseconds(anchor.timestamp))),
+      ]
+      if phase == "f" { fields.append(("bp", .string("e"))) }
+      return _ChromeEvent(fields: fields, args: nil)
+    }
+  }
+
+  let limit: Int
+  private var callouts: [Key: Anchor] = [:]
+  private var calloutOrder = Deque<Key>()
+  private var waiting: [Key: [Anchor]] = [:]
+  private var waitingOrder = Deque<Key>()
+  private var waitingCount = 0
+  private var arrows = 0
+
+  init(limit: Int = 65_536) {
+    self.limit = limit
+  }
+
+  /// Takes a call-out record; calls `draw` for each arrow it completes (to it from its cause,
+  /// from it to effects seen before it).
+  mutating func add(_ record: TraceRecord, draw: (Arrow) -> Void) {
+    let anchor = Anchor(record)
+    if let causeSpan = record.causeSpan, causeSpan != Self.noSpan {
+      let cause = Key(pid: record.causePid ?? record.pid, span: causeSpan)
+      if let found = callouts[cause] {
+        arrows += 1
+        draw(Arrow(id: arrows, cause: found, effect: anchor))
+      } else {
+        wait(anchor, for: cause)
+      }
+    }
+    guard let span = record.span else { return }
+    let key = Key(pid: record.pid, span: span)
+    if let effects = waiting.removeValue(forKey: key) {
+      waitingCount -= effects.count
+      for effect in effects {
+        arrows += 1
+        draw(Arrow(id: arrows, cause: anchor, effect: effect))
+      }
+    }
+    if callouts.updateValue(anchor, forKey: key) == nil {
+      calloutOrder.append(key)
+      if calloutOrder.count > limit, let oldest = calloutOrder.popFirst() {
+        callouts[oldest] = nil
+      }
+    }
+  }
+
+  private mutating func wait(_ effect: Anchor, for cause: Key) {
+    if waiting[cause, default: []].isEmpty { waitingOrder.append(cause) }
+    waiting[cause, default: []].append(effect)
+    waitingCount += 1
+    while waitingCount > limit, let oldest = waitingOrder.popFirst() {
+      waitingCount -= waiting.removeValue(forKey: oldest)?.count ?? 0
+    }
+    // Keys whose cause came are still listed; drop them before the list outgrows the limit.
+    if waitingOrder.count > 2 * limit {
+      waitingOrder = Deque(waitingOrder.filter { waiting[$0] != nil })
+    }
+  }
+
+  /// The cause span of work made outside any call-out: no slice to start an arrow from.
+  static let noSpan = "0000000000000000"
 }

@@ -30,7 +30,7 @@ import RunLoopCore
 /// // ... run the loop ...
 /// tracer.close()  // detaches, writes what is queued, closes the file
 /// ```
-public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendable {
+public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
   /// The file written to, or `nil` for a descriptor given by the caller.
   ///
   /// ```swift
@@ -222,6 +222,8 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, @unchecked Sendabl
 /// The open descriptor: written and closed by the writer thread only, so no lock is held
 /// across the blocking I/O. Only the counts are shared.
 final class _JSONLinesFile: @unchecked Sendable {
+  // Unchecked: each `var` below says why it needs no lock (set once in init, before the
+  // object is shared, or touched on one thread only); the rest is locked or atomic.
   struct Counts {
     var written: UInt64 = 0
     var lost: UInt64 = 0

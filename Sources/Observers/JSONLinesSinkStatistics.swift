@@ -81,7 +81,7 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
   ///   recordsWritten: 0, recordsPending: 0, recordsLost: 0, writeErrors: 0, lastError: nil,
   ///   queueHighWater: 0, closed: false)
   /// ```
-  public init(
+  package init(
     recordsWritten: UInt64, recordsPending: UInt64, recordsLost: UInt64, writeErrors: UInt64,
     lastError: Int32?, queueHighWater: Int, closed: Bool, fileRemoved: Bool = false,
     partialRecords: UInt64 = 0

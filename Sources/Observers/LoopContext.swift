@@ -70,7 +70,7 @@ public struct LoopContext: Sendable, Hashable {
   /// ```swift
   /// let context = LoopContext(run: "r1", loop: 1, mode: "default", iteration: 3, depth: 1)
   /// ```
-  public init(
+  package init(
     run: String, loop: UInt64, mode: String, iteration: UInt64, depth: Int,
     calloutKind: String? = nil, calloutName: String? = nil
   ) {

@@ -22,7 +22,7 @@ import RunLoopCore
 ///
 /// Signal-to-perform latency needs the signal instant, which the loop records only while an
 /// instrument wants call-outs, as this one does.
-public final class LoopMetrics: RunLoopInstrument, @unchecked Sendable {
+public final class LoopMetrics: RunLoopInstrument, Sendable {
   /// The metrics wants activities, call-outs and sleeps.
   ///
   /// ```swift

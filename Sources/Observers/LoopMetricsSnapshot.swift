@@ -8,80 +8,6 @@ import RunLoopCore
 /// }
 /// ```
 public struct LoopMetricsSnapshot: Sendable, Hashable {
-  /// Percentiles of a latency, in nanoseconds.
-  ///
-  /// ```swift
-  /// let p99 = snapshot.timerLateness.p99
-  /// ```
-  public struct Latency: Sendable, Hashable {
-    /// How many values were recorded.
-    ///
-    /// ```swift
-    /// let samples = snapshot.timerLateness.count
-    /// ```
-    public var count: UInt64
-    /// The median.
-    ///
-    /// ```swift
-    /// let median = snapshot.timerLateness.p50
-    /// ```
-    public var p50: Int64
-    /// The 99th percentile.
-    ///
-    /// ```swift
-    /// let p99 = snapshot.timerLateness.p99
-    /// ```
-    public var p99: Int64
-    /// The largest value.
-    ///
-    /// ```swift
-    /// let worst = snapshot.timerLateness.max
-    /// ```
-    public var max: Int64
-
-    /// Creates a latency summary.
-    ///
-    /// ```swift
-    /// let none = LoopMetricsSnapshot.Latency(count: 0, p50: 0, p99: 0, max: 0)
-    /// ```
-    public init(count: UInt64, p50: Int64, p99: Int64, max: Int64) {
-      self.count = count
-      self.p50 = p50
-      self.p99 = p99
-      self.max = max
-    }
-  }
-
-  /// Count and total time of one kind of call-out.
-  ///
-  /// ```swift
-  /// let timers = snapshot.callouts["timer"]?.count ?? 0
-  /// ```
-  public struct CalloutTotals: Sendable, Hashable {
-    /// How many call-outs of the kind ran.
-    ///
-    /// ```swift
-    /// let samples = snapshot.timerLateness.count
-    /// ```
-    public var count: UInt64
-    /// Their total duration, in nanoseconds.
-    ///
-    /// ```swift
-    /// let time = snapshot.callouts["source"]?.totalNanoseconds
-    /// ```
-    public var totalNanoseconds: Int64
-
-    /// Creates totals.
-    ///
-    /// ```swift
-    /// let totals = LoopMetricsSnapshot.CalloutTotals(count: 2, totalNanoseconds: 1_500)
-    /// ```
-    public init(count: UInt64, totalNanoseconds: Int64) {
-      self.count = count
-      self.totalNanoseconds = totalNanoseconds
-    }
-  }
-
   /// The loop's ``/RunLoopCore/EventRunLoop/id``.
   ///
   /// ```swift
@@ -169,7 +95,7 @@ public struct LoopMetricsSnapshot: Sendable, Hashable {
   ///   callouts: [:], timerLateness: .init(count: 0, p50: 0, p99: 0, max: 0),
   ///   signalToPerform: .init(count: 0, p50: 0, p99: 0, max: 0))
   /// ```
-  public init(
+  package init(
     loopID: UInt64, iterations: UInt64, runs: UInt64, asleepNanoseconds: Int64,
     busyNanoseconds: Int64, callouts: [String: CalloutTotals], timerLateness: Latency,
     signalToPerform: Latency,

@@ -23,7 +23,7 @@ import Synchronization
 /// calls it. A one-shot observer is claimed as its one call-out starts, so no other loop can
 /// call it a second time, and invalidated when the call-out returns (inside it, ``isValid``
 /// is still `true`, as in CoreFoundation). All methods are safe from any thread.
-public final class LoopObserver: ModeScheduledItem, @unchecked Sendable {
+public final class LoopObserver: ModeScheduledItem, Sendable {
   /// The activities the observer wants.
   ///
   /// ```swift

@@ -30,7 +30,7 @@ import RunLoopCore
 /// // ... handle the request ...
 /// tracer.detach()  // then drop it: `shared` stays open for the other tracers
 /// ```
-public final class LoopTracer: RunLoopInstrument, @unchecked Sendable {
+public final class LoopTracer: RunLoopInstrument, Sendable {
   /// The id every record of this tracer carries in `run`, to tell traces apart.
   ///
   /// ```swift

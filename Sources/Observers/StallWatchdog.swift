@@ -37,7 +37,7 @@ import RunLoopCore
 /// // ...
 /// watchdog.close()
 /// ```
-public final class StallWatchdog: RunLoopInstrument, @unchecked Sendable {
+public final class StallWatchdog: RunLoopInstrument, Sendable {
   /// How long a loop may stay awake before it is reported.
   ///
   /// ```swift

@@ -19,26 +19,6 @@ import Glibc
 /// if reader.badLines > 0 { print("skipped \(reader.badLines) bad lines") }
 /// ```
 public final class TraceLogReader {
-  /// A line that was not a record.
-  ///
-  /// ```swift
-  /// if let bad = reader.firstBadLine { print("line \(bad.line): \(bad.reason)") }
-  /// ```
-  public struct BadLine: Sendable, Hashable {
-    /// The line's number, from 1.
-    ///
-    /// ```swift
-    /// let line = bad.line
-    /// ```
-    public var line: Int
-    /// Why it is not a record.
-    ///
-    /// ```swift
-    /// let reason = bad.reason
-    /// ```
-    public var reason: String
-  }
-
   /// The longest line read as a possible record (1 MiB; records are well under 1 KiB).
   ///
   /// ```swift
@@ -80,8 +60,9 @@ public final class TraceLogReader {
   public private(set) var endsWithCutOffLine = false
 
   private var descriptor: Int32
-  // The bytes read and not yet consumed are storage[start..<count]. Raw memory and memchr:
-  // the generic collection code this replaced cost most of the reading time in a debug build.
+  // The bytes read and not yet consumed are storage[start..<count]. Raw memory, allocated
+  // and freed by the reader, so that finding a line is one memchr and reading is read(2)
+  // into place: per-byte collection code would cost most of the reading time in a debug build.
   private var storage: UnsafeMutablePointer<UInt8>
   private var capacity: Int
   private var count = 0

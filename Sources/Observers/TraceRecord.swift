@@ -28,26 +28,6 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// ```
   public static let readableVersions: ClosedRange<Int> = 1...3
 
-  /// What a record describes.
-  ///
-  /// ```swift
-  /// let sleeps = records.filter { $0.record == .sleep }
-  /// ```
-  public enum Kind: String, Sendable, Hashable, Codable {
-    /// The loop reached one of the six activities.
-    case activity
-    /// The loop returned from a call-out into user code.
-    case callout
-    /// The loop woke from a sleep.
-    case sleep
-    /// The stall watchdog found the loop awake past its threshold without sleeping; the
-    /// record names the call-out it is in and how long it has been awake (`duration_ns`).
-    case stall
-    /// A stalled loop went back to sleep (or left its run); `duration_ns` is how long it was
-    /// awake in all.
-    case recovery
-  }
-
   /// The schema version of the record (``schemaVersion``).
   ///
   /// ```swift
@@ -226,7 +206,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   ///   run: "r1", seq: 1, record: .activity, timestamp: 10, wallTime: 0, pid: 1, tid: 1,
   ///   thread: "main", loop: 1, mode: "default", iteration: 0, depth: 1, activity: "entry")
   /// ```
-  public init(
+  package init(
     version: Int = TraceRecord.schemaVersion, run: String, seq: UInt64, record: Kind,
     timestamp: Int64, wallTime: Int64, pid: Int32, tid: Int32, thread: String, loop: UInt64,
     mode: String, iteration: UInt64, depth: Int, activity: String? = nil,

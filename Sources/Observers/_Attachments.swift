@@ -4,7 +4,7 @@ import RunLoopCore
 /// process) and whether it was closed, behind one lock: the attach, detach and close of
 /// ``LoopTracer``, ``LoopMetrics`` and ``StallWatchdog``, each of which adds and removes
 /// itself through it.
-final class _Attachments: @unchecked Sendable {
+final class _Attachments: Sendable {
   private struct State {
     var loops: [EventRunLoop] = []
     var everyLoop = false

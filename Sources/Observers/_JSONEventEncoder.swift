@@ -63,7 +63,9 @@ package struct _JSONEventEncoder {
 }
 
 /// One tracer's strings, quoted, and the parts of a line that are the same for all its
-/// records; on the writer thread only.
+/// records; on the writer thread only. Each piece is its own allocation, owned by the table
+/// (freed in `deinit`), so that encoding a line copies bytes from fixed addresses into the
+/// ``_LineBuffer`` with no reference counting or bounds checks per piece.
 final class _QuotedTable {
   private let table: _TraceStrings
   // `{"v":1,"run":"<run id>","seq":`
@@ -72,7 +74,8 @@ final class _QuotedTable {
   private let pid: UnsafeMutableBufferPointer<UInt8>
   // The quoted strings by id, each in its own allocation (freed with the table).
   private var quoted: [UnsafeMutableBufferPointer<UInt8>] = []
-  // The six activities' names, quoted; allocated once for the process.
+  // The six activities' names, quoted; allocated once for the process and never written
+  // after, so sharing the pointers between threads is safe (hence `nonisolated(unsafe)`).
   nonisolated(unsafe) private static let activityNames:
     [(rawValue: UInt32, quoted: UnsafeMutableBufferPointer<UInt8>)] =
       LoopActivity.sequence.map { ($0.rawValue, copy(_LineBuffer.quoted($0.name))) }

@@ -3,10 +3,15 @@ import Glibc
 /// The bytes of a batch of JSON lines, written through a pointer: the writer thread encodes
 /// every record, and on a 2-core machine its time is taken from the traced loop. Appending
 /// to an `Array` (a uniqueness and a capacity check per piece, some thirty pieces a record)
-/// was most of the encoding's cost, hence this small buffer of our own.
+/// would be the larger part of the encoding's cost; raw memory that the buffer owns, with
+/// room reserved once per line, costs neither.
 ///
 /// Used by one thread at a time. Callers ``reserve(_:)`` room for a whole line, then write
 /// its pieces without further checks.
+///
+/// The writes here and in ``_LineCursor`` are `@inline(__always)`: left to the optimizer,
+/// the pieces of a line become calls, and encoding a record takes 1,918 instructions
+/// instead of 1,757 (9% more; Docs/Performance.md, "What the annotations buy").
 final class _LineBuffer {
   private(set) var base: UnsafeMutablePointer<UInt8>
   private(set) var count = 0
@@ -138,7 +143,8 @@ final class _LineBuffer {
   }
 }
 
-/// Writes bytes at a pointer with room reserved by ``_LineBuffer/withCursor(reserving:_:)``.
+/// Writes bytes at a pointer with room reserved by ``_LineBuffer/withCursor(reserving:_:)``;
+/// its writes are always inlined, for the reason ``_LineBuffer`` gives.
 struct _LineCursor {
   var pointer: UnsafeMutablePointer<UInt8>
 

@@ -20,6 +20,7 @@ final class _LoopContextSlot {
   /// The calling thread's slot, if it has one.
   static var existing: _LoopContextSlot? {
     guard let pointer = pthread_getspecific(_loopContextKey) else { return nil }
+    // The slot holds the one retained reference (see `forCurrentThread`); reading borrows it.
     return Unmanaged<_LoopContextSlot>.fromOpaque(pointer).takeUnretainedValue()
   }
 
@@ -27,6 +28,7 @@ final class _LoopContextSlot {
   static var forCurrentThread: _LoopContextSlot {
     if let slot = existing { return slot }
     let slot = _LoopContextSlot()
+    // One reference, owned by the thread's slot until the key's destructor releases it.
     pthread_setspecific(_loopContextKey, Unmanaged.passRetained(slot).toOpaque())
     return slot
   }
@@ -79,6 +81,7 @@ private let _loopContextKey: pthread_key_t = {
   var key = pthread_key_t()
   let status = pthread_key_create(&key) { pointer in
     guard let pointer else { return }
+    // Gives back the reference `forCurrentThread` stored.
     Unmanaged<_LoopContextSlot>.fromOpaque(pointer).release()
   }
   precondition(status == 0, "pthread_key_create failed: \(status)")

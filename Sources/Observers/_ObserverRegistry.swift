@@ -5,6 +5,8 @@ import Synchronization
 /// loop (lazily, when the first observer is added) to turn activities into observer
 /// call-outs.
 final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
+  // Unchecked: each `var` below says why it needs no lock (set once in init, before the
+  // object is shared, or touched on one thread only); the rest is locked or atomic.
   let loopID: UInt64
   // Guarded by its own lock: which observers are in which modes, and the common modes
   // the cached resolutions were computed for.

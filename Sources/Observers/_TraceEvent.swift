@@ -6,8 +6,9 @@ import RunLoopCore
 /// counting), whose strings are small integer ids into the tracer's ``_TraceStrings``. The
 /// sink's writer thread turns it into a ``TraceRecord`` (``_TraceStrings/record(for:)``).
 ///
-/// Building the `TraceRecord` itself on the loop thread (a dozen fields, half of them
-/// strings) was most of the tracer's cost there (runloop-bench, tracing overhead).
+/// It is not the `TraceRecord` itself because building one (a dozen fields, half of them
+/// strings) would be most of the tracer's cost on the loop thread (runloop-bench, tracing
+/// overhead).
 package struct _TraceEvent: Sendable {
   /// An id that names no string (a field the record does not have).
   package static let none: UInt32 = .max
@@ -84,7 +85,7 @@ package enum _TraceItem: Sendable {
 }
 
 /// A sink that takes ``_TraceEvent`` values from the tracer instead of whole records: the
-/// sinks of this package. Other ``TraceSink`` implementations get records, as before.
+/// sinks of this package. Other ``TraceSink`` implementations get whole records.
 package protocol _TraceEventSink: TraceSink {
   /// Makes the sink able to resolve the ids of `strings`; returns the number events that use
   /// them carry in ``_TraceEvent/source``. Called once per tracer, when it is created.

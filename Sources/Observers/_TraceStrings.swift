@@ -168,7 +168,6 @@ package final class _TraceStrings: Sendable {
 
   /// Queues `event` in each of `sinks`, with the sink's number for this table (under the
   /// table's lock).
-  @inline(__always)
   private static func deliver(
     _ event: inout _TraceEvent, to sinks: [(sink: any _TraceEventSink, source: UInt32)]
   ) {
@@ -338,6 +337,7 @@ struct _ExactString: Hashable {
 
   func hash(into hasher: inout Hasher) {
     var string = string
+    // Hashes the UTF-8 bytes in place, as `==` compares them (no String normalization).
     string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
   }
 }

@@ -30,65 +30,7 @@ import RunLoopObservers
 /// ```
 ///
 /// Then `journalctl -t my-service -o json` shows the entries.
-public final class JournalSink: TraceSink, _TraceEventSink, @unchecked Sendable {
-  /// Where entries go.
-  ///
-  /// ```swift
-  /// let sink = JournalSink(destination: .socket(path: "/run/systemd/journal.ns/socket"))
-  /// ```
-  public enum Destination: Sendable, Hashable {
-    /// The system journal, through `sd_journal_sendv`.
-    case systemJournal
-    /// A journald native-protocol datagram socket at `path`, written without libsystemd (for
-    /// a journald namespace's socket, or a socket a test controls).
-    case socket(path: String)
-  }
-
-  /// The fixed `MESSAGE_ID` of each kind of entry, so that `journalctl MESSAGE_ID=...` finds
-  /// one kind.
-  ///
-  /// ```swift
-  /// // journalctl MESSAGE_ID=9d91b4b8f1a1497898a3c0378e87e7b9  (drop reports)
-  /// ```
-  public enum MessageID {
-    /// An activity record.
-    ///
-    /// ```swift
-    /// let id = JournalSink.MessageID.activity
-    /// ```
-    public static let activity = "dc88c04a336245a5b7042bba68e627c3"
-    /// A call-out record.
-    ///
-    /// ```swift
-    /// let id = JournalSink.MessageID.callout
-    /// ```
-    public static let callout = "b23ceee1a61148e9bc7a7262d9cba253"
-    /// A sleep record.
-    ///
-    /// ```swift
-    /// let id = JournalSink.MessageID.sleep
-    /// ```
-    public static let sleep = "d9795e2a38344bae831753d40f374958"
-    /// A stall: a loop awake past the watchdog's threshold (priority 4, warning).
-    ///
-    /// ```swift
-    /// let id = JournalSink.MessageID.stall
-    /// ```
-    public static let stall = "1811693dc5ce4289a48ac937b9836ee2"
-    /// A stalled loop's recovery (priority 5, notice).
-    ///
-    /// ```swift
-    /// let id = JournalSink.MessageID.recovery
-    /// ```
-    public static let recovery = "d167c36f305b4a488cec4073b55e91da"
-    /// A report of dropped or undeliverable records.
-    ///
-    /// ```swift
-    /// let id = JournalSink.MessageID.drops
-    /// ```
-    public static let drops = "9d91b4b8f1a1497898a3c0378e87e7b9"
-  }
-
+public final class JournalSink: TraceSink, _TraceEventSink, Sendable {
   /// The `SYSLOG_IDENTIFIER` of every entry.
   ///
   /// ```swift
@@ -265,6 +207,8 @@ public final class JournalSink: TraceSink, _TraceEventSink, @unchecked Sendable 
 
 /// Turns records into journal entries and sends them, on the writer thread.
 final class _JournalEmitter: @unchecked Sendable {
+  // Unchecked: each `var` below says why it needs no lock (set once in init, before the
+  // object is shared, or touched on one thread only); the rest is locked or atomic.
   let identifier: String
   let transport: _JournalTransport
   let extraFields: [(key: String, value: String)]
@@ -518,6 +462,8 @@ struct _JournalTransport: Sendable {
       bytes += value.utf8
       ranges.append((start, bytes.count - start))
     }
+    // sd_journal_sendv takes an iovec per field: the vectors point into `bytes`, in place,
+    // for the length of the call.
     return bytes.withUnsafeMutableBytes { buffer -> Int32 in
       let base = buffer.baseAddress!
       let vectors = ranges.map { iovec(iov_base: base + $0.offset, iov_len: $0.count) }
@@ -536,6 +482,7 @@ struct _JournalTransport: Sendable {
       if value.utf8.contains(UInt8(ascii: "\n")) {
         bytes.append(UInt8(ascii: "\n"))
         var length = UInt64(value.utf8.count).littleEndian
+        // The native protocol's binary field: its length as 8 little-endian bytes.
         withUnsafeBytes(of: &length) { bytes += $0 }
       } else {
         bytes.append(UInt8(ascii: "="))
@@ -568,6 +515,8 @@ struct _JournalTransport: Sendable {
     let pathBytes = Array(path.utf8)
     let capacity = MemoryLayout.size(ofValue: address.sun_path)
     guard pathBytes.count < capacity else { return -ENAMETOOLONG }
+    // `sun_path` is a C array (a tuple in Swift), and sendto(2) takes a `sockaddr` pointer:
+    // both are reached through raw pointers for the length of the calls.
     withUnsafeMutableBytes(of: &address.sun_path) { raw in
       raw.copyBytes(from: pathBytes)
       raw[pathBytes.count] = 0

@@ -73,7 +73,7 @@ public struct JournalSinkStatistics: Sendable, Hashable {
   ///   sent: 0, dropped: 0, failed: 0, dropReports: 0, journalAbsent: false, lastError: nil,
   ///   absenceReports: 0, rateLimited: 0)
   /// ```
-  public init(
+  package init(
     sent: UInt64, dropped: UInt64, failed: UInt64, dropReports: UInt64, journalAbsent: Bool,
     lastError: Int32?, absenceReports: UInt64, rateLimited: UInt64 = 0, unsent: UInt64 = 0
   ) {

@@ -23,30 +23,24 @@ extension DescriptorSource {
     of fileDescriptor: Int32, on loop: EventRunLoop, mode: LoopMode = .common,
     ownership: DescriptorOwnership = .borrowed, name: String = "descriptor"
   ) throws(RunLoopError) -> LoopEvents<DescriptorEvents> {
-    let sourceBox = GuardedState<DescriptorSource?>(nil)
-    let readiness = LoopEvents<DescriptorEvents>(
+    try LoopEvents<DescriptorEvents>.fed(
       buffering: .newest(1),
-      onDemand: {
-        guard let source = sourceBox.withLock({ $0 }), source.isValid else { return }
-        if !source.isScheduled(on: loop, mode: mode) { try? source.add(to: loop, mode: mode) }
+      by: { feed in
+        // Pauses the watch until the consumer comes back for more.
+        @Sendable func report(_ events: DescriptorEvents, _ source: DescriptorSource) {
+          source.remove(from: loop, mode: mode)
+          feed.yield(events)
+        }
+        return DescriptorSource(
+          fileDescriptor: fileDescriptor, ownership: ownership, name: name,
+          onReadable: { report(.readable, $0) }, onError: { report($1, $0) })
       },
-      onEnd: { sourceBox.withLock { $0.take() }?.invalidate() })
-    let feed = readiness.feed
-    // Pauses the watch until the consumer comes back for more.
-    @Sendable func report(_ events: DescriptorEvents, _ source: DescriptorSource) {
-      source.remove(from: loop, mode: mode)
-      feed.yield(events)
-    }
-    let source = DescriptorSource(
-      fileDescriptor: fileDescriptor, ownership: ownership, name: name,
-      onReadable: { report(.readable, $0) }, onError: { report($1, $0) })
-    sourceBox.withLock { $0 = source }
-    do {
-      try source.add(to: loop, mode: mode)
-    } catch {
-      source.invalidate()
-      throw error
-    }
-    return readiness
+      start: { source throws(RunLoopError) in try source.add(to: loop, mode: mode) },
+      stop: { source in source.invalidate() },
+      onDemand: { source in
+        guard source.isValid, !source.isScheduled(on: loop, mode: mode) else { return }
+        try? source.add(to: loop, mode: mode)
+      }
+    ).events
   }
 }

@@ -32,6 +32,8 @@ import Synchronization
 /// `.owned` source from another thread only when none of its call-outs can be using the
 /// descriptor at that moment (invalidating from a call-out is always safe).
 public final class DescriptorSource: @unchecked Sendable {
+  // Unchecked: each `var` below says why it needs no lock (set once in init, before the
+  // object is shared, or touched on one thread only); the rest is locked or atomic.
   /// The descriptor watched.
   ///
   /// ```swift

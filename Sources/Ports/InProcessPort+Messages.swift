@@ -20,21 +20,13 @@ extension InProcessPort {
     on loop: EventRunLoop, mode: LoopMode = .common, name: String = "port",
     capacity: Int = 1024, buffering: LoopEvents<LoopPortMessage>.Buffering? = nil
   ) throws(RunLoopError) -> (port: InProcessPort, messages: LoopEvents<LoopPortMessage>) {
-    let portBox = GuardedState<InProcessPort?>(nil)
-    let messages = LoopEvents<LoopPortMessage>(buffering: buffering ?? .oldest(capacity)) {
-      portBox.withLock { $0.take() }?.invalidate()
-    }
-    let feed = messages.feed
-    let port = try InProcessPort(name: name, capacity: capacity) { message in
-      feed.yield(message)
-    }
-    portBox.withLock { $0 = port }
-    do {
-      try port.add(to: loop, mode: mode)
-    } catch {
-      port.invalidate()
-      throw error
-    }
+    let (messages, port) = try LoopEvents<LoopPortMessage>.fed(
+      buffering: buffering ?? .oldest(capacity),
+      by: { feed throws(RunLoopError) in
+        try InProcessPort(name: name, capacity: capacity) { message in feed.yield(message) }
+      },
+      start: { port throws(RunLoopError) in try port.add(to: loop, mode: mode) },
+      stop: { port in port.invalidate() })
     return (port, messages)
   }
 }

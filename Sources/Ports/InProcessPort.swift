@@ -40,6 +40,8 @@ import Synchronization
 /// room throw ``/RunLoopCore/RunLoopError/Code/invalidated``, later sends throw it too, and
 /// messages still queued are discarded (their number is in ``discardedOnInvalidation``).
 public final class InProcessPort: @unchecked Sendable {
+  // Unchecked: each `var` below says why it needs no lock (set once in init, before the
+  // object is shared, or touched on one thread only); the rest is locked or atomic.
   /// The port's name in traces.
   ///
   /// ```swift

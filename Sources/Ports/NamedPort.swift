@@ -23,7 +23,7 @@ import RunLoopCore
 ///
 /// The server is checked too: by default only a server running as this user or as root is
 /// trusted (`SO_PEERCRED`), so another user cannot impersonate a name.
-public final class NamedPort: @unchecked Sendable {
+public final class NamedPort: Sendable {
   /// The name looked up.
   ///
   /// ```swift

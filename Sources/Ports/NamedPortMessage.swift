@@ -59,7 +59,7 @@ public struct NamedPortMessage: Sendable, Hashable {
   /// let message = NamedPortMessage(msgid: 1, data: [], expectsReply: false,
   ///                                peerPID: getpid(), peerUID: getuid())
   /// ```
-  public init(
+  package init(
     msgid: Int32, data: [UInt8], expectsReply: Bool, peerPID: pid_t, peerUID: uid_t,
     cause: CalloutCause? = nil
   ) {

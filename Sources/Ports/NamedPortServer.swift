@@ -16,7 +16,9 @@ import RunLoopCore
 /// ```
 ///
 /// The handler runs on the loop's thread for each one-way message and request; for a
-/// request, what it returns (or an empty reply for `nil`) goes back to the sender.
+/// request, what it returns (or an empty reply for `nil`) goes back to the sender. To take
+/// requests in a task instead, and reply later from any thread, serve the name with
+/// ``requests(name:registry:on:mode:capacity:maxMessageSize:allowedUIDs:)``.
 ///
 /// Security: every connection's peer is checked with `SO_PEERCRED`; a peer whose user id is
 /// not in ``allowedUIDs`` (by default: this process's user) gets a refusal frame and is
@@ -39,6 +41,8 @@ import RunLoopCore
 /// bytes of unfinished frames and unsent replies held across all connections stay within
 /// ``maxBufferedBytes``. ``statistics`` counts each of these.
 public final class NamedPortServer: @unchecked Sendable {
+  // Unchecked: each `var` below says why it needs no lock (set once in init, before the
+  // object is shared, or touched on one thread only); the rest is locked or atomic.
   /// The registered name.
   ///
   /// ```swift
@@ -503,6 +507,7 @@ public final class NamedPortServer: @unchecked Sendable {
       version: 1, kind: .failure, msgid: 0, requestID: 0, payload: Array(notice.utf8)
     )
     .encoded()
+    // send(2) reads the frame's bytes in place.
     _ = refusal.withUnsafeBytes {
       send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
     }
@@ -512,6 +517,7 @@ public final class NamedPortServer: @unchecked Sendable {
     // invalidate() from another thread closes on a later pass: stop serving at once.
     guard isValid else { return }
     let descriptor = connection.source.fileDescriptor
+    // read(2) fills the kept buffer in place (no allocation per read).
     let count = readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
     if count == 0 {
       // End of file: fine between frames, a truncated frame otherwise.
@@ -633,33 +639,104 @@ public final class NamedPortServer: @unchecked Sendable {
       msgid: frame.msgid, data: frame.payload, expectsReply: frame.kind == .request,
       peerPID: connection.peerPID, peerUID: connection.peerUID,
       cause: _TracePropagation.cause(of: frame.context, from: connection.peerPID))
-    let owner = state.withLock { state in
+    let (owner, deferred) = state.withLock { state in
       state.statistics.messagesHandled += 1
-      return state.owner
+      return (state.owner, state.deferredHandler)
+    }
+    if let deferred {
+      let route = _DeferredReply(
+        connection: connection, version: frame.version, msgid: frame.msgid,
+        requestID: frame.requestID, trace: message.cause?.traceID)
+      // In a port call-out caused by the sender, as a handler runs.
+      _ = _TracePropagation.handle(message, on: owner, name: name) { message in
+        deferred(self, message, frame.kind == .request ? route : nil)
+        return nil
+      }
+      return
     }
     let (reply, replyContext) = _TracePropagation.handle(
       message, on: owner, name: name, handler)
     guard frame.kind == .request, connection.source.isValid else { return }
-    // A reply goes out in the version its request came in, so a version-1 client reads it.
-    let answer: _Frame
-    if let reply, reply.count > maxMessageSize {
-      answer = _Frame(
-        version: frame.version, kind: .failure, msgid: frame.msgid, requestID: frame.requestID,
+    queueAnswer(
+      answerFrame(.success(reply ?? []), for: frame, context: replyContext), to: connection)
+  }
+
+  /// The reply frame for `request`, or a failure frame when the reply is too large. A reply
+  /// goes out in the version its request came in, so a version-1 client reads it.
+  private func answerFrame(
+    _ answer: Result<[UInt8], _FailureNotice>, for request: _Frame,
+    context: _Frame.TraceContext?
+  ) -> _Frame {
+    switch answer {
+    case .success(let reply) where reply.count > maxMessageSize:
+      return _Frame(
+        version: request.version, kind: .failure, msgid: request.msgid,
+        requestID: request.requestID,
         payload: Array(
           "messageTooLarge: reply of \(reply.count) bytes exceeds \(maxMessageSize)".utf8))
-    } else {
-      answer = _Frame(
-        version: frame.version, kind: .reply, msgid: frame.msgid, requestID: frame.requestID,
-        context: replyContext, payload: reply ?? [])
+    case .success(let reply):
+      return _Frame(
+        version: request.version, kind: .reply, msgid: request.msgid,
+        requestID: request.requestID, context: context, payload: reply)
+    case .failure(let notice):
+      return _Frame(
+        version: request.version, kind: .failure, msgid: request.msgid,
+        requestID: request.requestID, payload: Array(notice.text.utf8))
     }
+  }
+
+  private func queueAnswer(_ answer: _Frame, to connection: _ServerConnection) {
     connection.output += answer.encoded()
     flush(connection)
+  }
+
+  // MARK: Deferred replies (NamedPortServer+Requests.swift)
+
+  /// Hands every message to `handler` (on the loop's thread) instead of the initializer's
+  /// handler; a request comes with its route, answered later through `answer(_:with:)`.
+  func deferReplies(
+    to handler: @escaping @Sendable (NamedPortServer, NamedPortMessage, _DeferredReply?) -> Void
+  ) {
+    state.withLock { $0.deferredHandler = handler }
+  }
+
+  /// Sends a deferred request's answer, from any thread: on the owning loop's thread, at
+  /// once there, otherwise on its next pass in the server's modes (after what was queued
+  /// before, so answers sent before ``invalidate()`` leave before the connections close).
+  /// An answer whose client is gone counts in ``NamedPortStatistics/repliesUndelivered``.
+  func answer(_ route: _DeferredReply, with answer: Result<[UInt8], _FailureNotice>) {
+    let request = _Frame(
+      version: route.version, kind: .request, msgid: route.msgid, requestID: route.requestID,
+      payload: [])
+    let deliver: @Sendable () -> Void = { [self] in
+      // Not `isValid`: answers queued before `invalidate()` still leave, before the close.
+      guard route.connection.source.isValid else {
+        state.withLock { $0.statistics.repliesUndelivered += 1 }
+        return
+      }
+      // The request's trace goes back with the span of the call-out that sends the reply.
+      let context = route.trace.map {
+        _Frame.TraceContext(
+          traceHigh: $0.high, traceLow: $0.low, spanID: EventRunLoop.currentCalloutSpan)
+      }
+      queueAnswer(answerFrame(answer, for: request, context: context), to: route.connection)
+    }
+    let (owner, modes) = state.withLock { ($0.owner, $0.modes) }
+    guard let owner, !owner.isCurrent else { return deliver() }
+    owner.perform(inModes: Array(modes.union([.common])), name: "\(name).reply") { deliver() }
+    owner.wakeUp()
+  }
+
+  /// Counts what a deferred-reply server lost or answered for itself.
+  func count(_ update: (inout NamedPortStatistics) -> Void) {
+    state.withLock { update(&$0.statistics) }
   }
 
   private func flush(_ connection: _ServerConnection) {
     let descriptor = connection.source.fileDescriptor
     defer { _ = account(connection) }
     while !connection.output.isEmpty {
+      // send(2) reads the queued bytes in place.
       let written = connection.output.withUnsafeBytes {
         send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
       }
@@ -688,6 +765,7 @@ public final class NamedPortServer: @unchecked Sendable {
       version: 1, kind: .failure, msgid: 0, requestID: 0, payload: Array(notice.utf8)
     )
     .encoded()
+    // send(2) reads the frame's bytes in place.
     _ = frame.withUnsafeBytes {
       send(connection.source.fileDescriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
     }
@@ -717,11 +795,13 @@ struct _ServerState {
   var modes: Set<LoopMode> = []
   var connections: [Int32: _ServerConnection] = [:]
   var statistics = NamedPortStatistics()
+  var deferredHandler: (@Sendable (NamedPortServer, NamedPortMessage, _DeferredReply?) -> Void)?
 }
 
 /// One client connection of a server. Loop thread only, except `source`, which is set
 /// before the connection is shared.
 final class _ServerConnection: @unchecked Sendable {
+  // Unchecked: the loop thread is the only one to touch its `var`s (see above).
   let peerPID: pid_t
   let peerUID: uid_t
   var source: DescriptorSource!

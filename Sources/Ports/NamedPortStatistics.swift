@@ -80,10 +80,45 @@ public struct NamedPortStatistics: Sendable, Hashable {
   /// ```
   public var connectionsDroppedForUnreadReplies = 0
 
+  /// Requests of a ``NamedPortServer/requests(name:registry:on:mode:capacity:maxMessageSize:allowedUIDs:)``
+  /// sequence refused with a `serverBusy` failure because its buffer was full.
+  ///
+  /// ```swift
+  /// if server.statistics.requestsRefusedBusy > 0 { print("the consumer falls behind") }
+  /// ```
+  public var requestsRefusedBusy = 0
+  /// One-way messages of a requests sequence dropped because its buffer was full.
+  ///
+  /// ```swift
+  /// print("\(server.statistics.messagesDroppedBusy) one-way messages dropped")
+  /// ```
+  public var messagesDroppedBusy = 0
+  /// Requests of a requests sequence released without a reply; each client got a
+  /// `requestDropped` failure.
+  ///
+  /// ```swift
+  /// assert(server.statistics.requestsUnanswered == 0, "a request was dropped unanswered")
+  /// ```
+  public var requestsUnanswered = 0
+  /// Requests of a requests sequence still waiting for their reply when its consumer ended;
+  /// each client got a `serverStopped` failure.
+  ///
+  /// ```swift
+  /// print("\(server.statistics.requestsAnsweredAtStop) clients told the server stopped")
+  /// ```
+  public var requestsAnsweredAtStop = 0
+  /// Replies of a requests sequence whose client had gone (its connection closed) by the
+  /// time the reply was sent.
+  ///
+  /// ```swift
+  /// print("\(server.statistics.repliesUndelivered) replies found their client gone")
+  /// ```
+  public var repliesUndelivered = 0
+
   /// All zero.
   ///
   /// ```swift
   /// let none = NamedPortStatistics()
   /// ```
-  public init() {}
+  package init() {}
 }

@@ -32,7 +32,7 @@ public struct ReceivedSignal: Sendable, Hashable, CustomStringConvertible {
   /// ```swift
   /// let fake = ReceivedSignal(signal: SIGHUP, senderPID: getpid(), senderUID: getuid())
   /// ```
-  public init(signal: Int32, senderPID: pid_t, senderUID: uid_t) {
+  package init(signal: Int32, senderPID: pid_t, senderUID: uid_t) {
     self.signal = signal
     self.senderPID = senderPID
     self.senderUID = senderUID

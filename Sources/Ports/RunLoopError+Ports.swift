@@ -75,13 +75,15 @@ extension RunLoopError.Code {
   public static let unsupportedFrameVersion = RunLoopError.Code("unsupportedFrameVersion")
 }
 
+// The factories the Ports module throws with; a user matches on the codes above and never
+// makes these errors, so they stay inside the package.
 extension RunLoopError {
   /// A bounded queue stayed full until the deadline.
   ///
   /// ```swift
   /// throw RunLoopError.queueFull("port 'jobs' is full (capacity 64)")
   /// ```
-  public static func queueFull(_ message: String) -> RunLoopError {
+  package static func queueFull(_ message: String) -> RunLoopError {
     RunLoopError(code: .queueFull, message: message)
   }
 
@@ -90,7 +92,7 @@ extension RunLoopError {
   /// ```swift
   /// throw RunLoopError.messageTooLarge("2000000 bytes > 1048576")
   /// ```
-  public static func messageTooLarge(_ message: String) -> RunLoopError {
+  package static func messageTooLarge(_ message: String) -> RunLoopError {
     RunLoopError(code: .messageTooLarge, message: message)
   }
 
@@ -99,7 +101,7 @@ extension RunLoopError {
   /// ```swift
   /// throw RunLoopError.nameInUse("'com.example.main' is registered by a live port")
   /// ```
-  public static func nameInUse(_ message: String) -> RunLoopError {
+  package static func nameInUse(_ message: String) -> RunLoopError {
     RunLoopError(code: .nameInUse, message: message)
   }
 
@@ -108,7 +110,7 @@ extension RunLoopError {
   /// ```swift
   /// throw RunLoopError.nameNotFound("no port named 'com.example.worker'")
   /// ```
-  public static func nameNotFound(_ message: String) -> RunLoopError {
+  package static func nameNotFound(_ message: String) -> RunLoopError {
     RunLoopError(code: .nameNotFound, message: message)
   }
 
@@ -117,7 +119,7 @@ extension RunLoopError {
   /// ```swift
   /// throw RunLoopError.invalidName("'a/b' contains '/'")
   /// ```
-  public static func invalidName(_ message: String) -> RunLoopError {
+  package static func invalidName(_ message: String) -> RunLoopError {
     RunLoopError(code: .invalidName, message: message)
   }
 
@@ -126,7 +128,7 @@ extension RunLoopError {
   /// ```swift
   /// throw RunLoopError.peerClosed("the server closed the connection before replying")
   /// ```
-  public static func peerClosed(_ message: String) -> RunLoopError {
+  package static func peerClosed(_ message: String) -> RunLoopError {
     RunLoopError(code: .peerClosed, message: message)
   }
 
@@ -135,7 +137,7 @@ extension RunLoopError {
   /// ```swift
   /// throw RunLoopError.peerRefused("peer uid 65534 is not uid 0")
   /// ```
-  public static func peerRefused(_ message: String) -> RunLoopError {
+  package static func peerRefused(_ message: String) -> RunLoopError {
     RunLoopError(code: .peerRefused, message: message)
   }
 
@@ -144,7 +146,7 @@ extension RunLoopError {
   /// ```swift
   /// throw RunLoopError.malformedFrame("bad magic")
   /// ```
-  public static func malformedFrame(_ message: String) -> RunLoopError {
+  package static func malformedFrame(_ message: String) -> RunLoopError {
     RunLoopError(code: .malformedFrame, message: message)
   }
 
@@ -153,7 +155,7 @@ extension RunLoopError {
   /// ```swift
   /// throw RunLoopError.tooManyConnections("port 'svc' serves at most 1024 connections")
   /// ```
-  public static func tooManyConnections(_ message: String) -> RunLoopError {
+  package static func tooManyConnections(_ message: String) -> RunLoopError {
     RunLoopError(code: .tooManyConnections, message: message)
   }
 
@@ -162,7 +164,7 @@ extension RunLoopError {
   /// ```swift
   /// throw RunLoopError.bufferFull("port 'svc' holds its limit of 67108864 bytes")
   /// ```
-  public static func bufferFull(_ message: String) -> RunLoopError {
+  package static func bufferFull(_ message: String) -> RunLoopError {
     RunLoopError(code: .bufferFull, message: message)
   }
 

@@ -21,19 +21,13 @@ extension SignalSource {
     _ signals: [Int32], on loop: EventRunLoop, mode: LoopMode = .common,
     name: String = "signals", buffering: LoopEvents<ReceivedSignal>.Buffering = .oldest(64)
   ) throws(RunLoopError) -> LoopEvents<ReceivedSignal> {
-    let sourceBox = GuardedState<SignalSource?>(nil)
-    let received = LoopEvents<ReceivedSignal>(buffering: buffering) {
-      sourceBox.withLock { $0.take() }?.invalidate()
-    }
-    let feed = received.feed
-    let source = try SignalSource(signals: signals, name: name) { signal in feed.yield(signal) }
-    sourceBox.withLock { $0 = source }
-    do {
-      try source.add(to: loop, mode: mode)
-    } catch {
-      source.invalidate()
-      throw error
-    }
-    return received
+    try LoopEvents<ReceivedSignal>.fed(
+      buffering: buffering,
+      by: { feed throws(RunLoopError) in
+        try SignalSource(signals: signals, name: name) { signal in feed.yield(signal) }
+      },
+      start: { source throws(RunLoopError) in try source.add(to: loop, mode: mode) },
+      stop: { source in source.invalidate() }
+    ).events
   }
 }

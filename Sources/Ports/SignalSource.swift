@@ -33,7 +33,7 @@ import RunLoopCore
 /// kernel's order. Standard signals do not queue: two SIGHUPs sent before the loop reads them
 /// may arrive as one. The source owns its `signalfd` and closes it on ``invalidate()``; it
 /// does not unblock the signals.
-public final class SignalSource: @unchecked Sendable {
+public final class SignalSource: Sendable {
   /// The signals the source reads.
   ///
   /// ```swift

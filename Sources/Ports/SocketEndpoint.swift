@@ -41,7 +41,9 @@ public enum SocketEndpoint: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
-  /// Calls `body` with the endpoint as a `sockaddr`.
+  /// Calls `body` with the endpoint as a `sockaddr`. The socket calls take the address as a
+  /// pointer to the generic `sockaddr`, so each concrete address is passed by pointer and
+  /// rebound to it, for the length of the call only.
   func withAddress<Result>(
     _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result
   ) throws(RunLoopError) -> Result {

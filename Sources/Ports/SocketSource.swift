@@ -30,6 +30,8 @@ import RunLoopCore
 /// `onWritable` (`kCFSocketWriteCallBack`) each time the queue has drained. The source owns
 /// the descriptors it creates and closes them on ``invalidate()``.
 public final class SocketSource: @unchecked Sendable {
+  // Unchecked: each `var` below says why it needs no lock (set once in init, before the
+  // object is shared, or touched on one thread only); the rest is locked or atomic.
   /// The source's name in traces.
   ///
   /// ```swift
@@ -171,6 +173,8 @@ public final class SocketSource: @unchecked Sendable {
   public var localPort: UInt16? {
     // An invalidated source's descriptor is closed; its number may name another file.
     guard isValid else { return nil }
+    // getsockname(2) fills a `sockaddr_storage` through a `sockaddr` pointer; the family it
+    // reports says which concrete address to read it as (rebound for the read only).
     var storage = sockaddr_storage()
     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
     let status = withUnsafeMutablePointer(to: &storage) {
@@ -318,6 +322,7 @@ public final class SocketSource: @unchecked Sendable {
       return state.output
     }
     guard !output.isEmpty else { return }
+    // send(2) reads the queued bytes in place.
     let written = output.withUnsafeBytes {
       send(fileDescriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
     }

@@ -9,6 +9,8 @@ import RunLoopCore
 /// then finds nothing due and tells the true earliest one. Sweeps are at least
 /// ``granularity`` apart, so busy connections cannot make the loop sweep on every pass.
 final class _ConnectionSweeper: DeadlineSource, @unchecked Sendable {
+  // Unchecked: each `var` below says why it needs no lock (set once in init, before the
+  // object is shared, or touched on one thread only); the rest is locked or atomic.
   /// How far apart two sweeps are at least, in loop clock nanoseconds.
   let granularity: Int64
   // Whether the server serves `mode` (one of its loop's common modes when the flag says so):

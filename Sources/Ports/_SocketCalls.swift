@@ -31,6 +31,7 @@ enum _SocketCalls {
     guard bytes.count < capacity else {
       throw .invalidArgument("socket path '\(path)' is longer than \(capacity - 1) bytes")
     }
+    // `sun_path` is a C array, a tuple in Swift: filled as raw bytes.
     withUnsafeMutableBytes(of: &address.sun_path) { raw in
       raw.copyBytes(from: bytes)
       raw[bytes.count] = 0
@@ -49,6 +50,7 @@ enum _SocketCalls {
 
   static func bind(_ descriptor: Int32, path: String) throws(RunLoopError) {
     var (address, length) = try address(for: path)
+    // bind(2) takes the generic `sockaddr` pointer: rebound for the call only.
     let status = withUnsafePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(descriptor, $0, length) }
     }
@@ -59,6 +61,7 @@ enum _SocketCalls {
   /// or `EAGAIN` while pending).
   static func startConnect(_ descriptor: Int32, path: String) throws(RunLoopError) -> Int32 {
     var (address, length) = try address(for: path)
+    // connect(2) takes the generic `sockaddr` pointer: rebound for the call only.
     let status = withUnsafePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
         Glibc.connect(descriptor, $0, length)
@@ -116,6 +119,7 @@ enum _SocketCalls {
   {
     var offset = 0
     while offset < bytes.count {
+      // send(2) reads the rest of the bytes in place.
       let written = bytes.withUnsafeBytes { raw in
         Glibc.send(descriptor, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
       }

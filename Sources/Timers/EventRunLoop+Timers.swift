@@ -59,7 +59,7 @@ extension EventRunLoop {
   public func contains(_ timer: LoopTimer, mode: LoopMode) -> Bool {
     guard let scheduler = timer.scheduler, scheduler.loopID == id else { return false }
     return scheduler.state.withLock { state in
-      guard let index = state.index(of: mode), let position = timer.slotPosition(ofHeap: index)
+      guard let index = state.index(of: mode), let position = timer.slotPosition(ofMode: index)
       else { return false }
       return timer.slot(at: position)?.active ?? false
     }

@@ -66,18 +66,16 @@ public final class LoopTimer: @unchecked Sendable {
   @exclusivity(unchecked) var sequence: UInt64 = 0
   /// The inline slot (the timer's first mode key): its position in the exact or fire heap.
   @exclusivity(unchecked) var firstFireIndex: Int32 = -1
-  /// The inline slot's mode key (its position in the scheduler's table), `noHeap` when the
+  /// The inline slot's mode key (its position in the scheduler's table), `noMode` when the
   /// inline slot is unused.
-  @exclusivity(unchecked) var firstHeap: UInt16 = LoopTimer.noHeap
+  @exclusivity(unchecked) var firstMode: UInt16 = LoopTimer.noMode
   /// The inline slot's flags: `activeFlag`, `tolerantFlag`.
   @exclusivity(unchecked) var firstFlags: UInt8 = 0
   private let valid = Atomic<Bool>(true)
-  /// The interval or the extras, in one word: 0 for a one-shot timer without extras;
-  /// `nanoseconds << 1 | 1` for a repeating one without extras (intervals of whole
-  /// nanoseconds below 2^62); else the address of the `_TimerExtras`, which this word owns
-  /// one retain of and which then holds the interval. Written under the schedule's locks,
-  /// published with release ordering so that ``interval`` can read it without a lock.
-  private let tail: Atomic<UInt>
+  /// The interval, a fire date's part below the nanosecond, or the extras, in one tagged
+  /// word (see LoopTimer+Storage.swift). Written under the schedule's locks, published with
+  /// release ordering so that ``interval`` can read it without a lock.
+  let tail: Atomic<UInt>
   /// The timer's name in traces (call-out records carry it).
   ///
   /// ```swift
@@ -87,7 +85,7 @@ public final class LoopTimer: @unchecked Sendable {
   public let name: String
   let handler: @Sendable (LoopTimer) -> Void
 
-  static let noHeap: UInt16 = .max
+  static let noMode: UInt16 = .max
   static let activeFlag: UInt8 = 1
   static let tolerantFlag: UInt8 = 2
 
@@ -138,17 +136,21 @@ public final class LoopTimer: @unchecked Sendable {
     self.name = name
     self.handler = handler
     let offset = _TimerClock.offset(of: fireAt)
-    let (key, exact) = _TimerClock.key(of: offset)
+    let (key, fraction) = _TimerClock.keyAndFraction(of: offset)
     self.fireKey = key
     let tolerance = Self.clamped(tolerance, interval: interval)
     var word: UInt = 0
-    if let interval, let nanoseconds = _TimerClock.smallNanoseconds(interval) {
-      word = UInt(nanoseconds) << 1 | 1
+    if let interval {
+      if let nanoseconds = _TimerClock.smallNanoseconds(interval), fraction == 0 {
+        word = UInt(nanoseconds) << 1 | Self.intervalTag
+      }
+    } else if let fraction, fraction != 0 {
+      word = fraction << 2 | Self.fractionTag
     }
-    if !exact || tolerance > .zero || (interval != nil && word == 0) {
+    if tolerance > .zero || (word == 0 && (interval != nil || fraction != 0)) {
       let extras = _TimerExtras(interval: interval)
       extras.tolerance = tolerance
-      if !exact { extras.exactFireOffset = offset }
+      if fraction != 0 { extras.exactFireOffset = offset }
       word = UInt(bitPattern: Unmanaged.passRetained(extras).toOpaque())
     }
     self.tail = Atomic(word)
@@ -159,7 +161,7 @@ public final class LoopTimer: @unchecked Sendable {
       Unmanaged<_TimerScheduler>.fromOpaque(pointer).release()
     }
     let word = tail.load(ordering: .acquiring)
-    if word != 0, word & 1 == 0, let pointer = UnsafeRawPointer(bitPattern: word) {
+    if word & Self.tagMask == 0, let pointer = UnsafeRawPointer(bitPattern: word) {
       Unmanaged<_TimerExtras>.fromOpaque(pointer).release()
     }
   }
@@ -180,7 +182,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```
   public var interval: Duration? {
     let word = tail.load(ordering: .acquiring)
-    if word & 1 == 1 { return .nanoseconds(Int64(word >> 1)) }
+    if word & Self.intervalTag != 0 { return .nanoseconds(Int64(word >> 1)) }
     return Self.extras(in: word)?.interval
   }
 
@@ -254,10 +256,17 @@ public final class LoopTimer: @unchecked Sendable {
     guard markInvalid() else { return }
     // A timer being added on another thread either saw the flag cleared, or attaches under
     // the stripe lock: looking again under that lock finds its scheduler.
-    guard let scheduler = attached() ?? withStripe({ attached() }) else { return }
-    let unlinked = scheduler.state.withLock { $0.unlinkAll(self) }
-    // A loop sleeping with nothing else to wait for should notice its mode is now empty.
-    scheduler.wakeIfNeeded(unlinked)
+    var word = attachment.load(ordering: .acquiring)
+    if word == 0 { word = withStripe { attachment.load(ordering: .acquiring) } }
+    guard let pointer = UnsafeRawPointer(bitPattern: word) else { return }
+    // The timer owns a retain of its scheduler for life, so the scheduler outlives this
+    // call without one of its own (each retain and release is an atomic operation on the
+    // scheduler, shared by all its timers).
+    Unmanaged<_TimerScheduler>.fromOpaque(pointer)._withUnsafeGuaranteedRef { scheduler in
+      let unlinked = scheduler.state.withLock { $0.unlinkAll(self) }
+      // A loop sleeping with nothing else to wait for should notice its mode is now empty.
+      scheduler.wakeIfNeeded(unlinked)
+    }
   }
 
   /// Calls the handler now, on the calling thread, without changing a repeating timer's
@@ -323,7 +332,7 @@ public final class LoopTimer: @unchecked Sendable {
     scheduler?.wakeIfNeeded(earlier)
   }
 
-  // MARK: Internals
+  // MARK: Joining a loop, and the lock that guards the schedule
 
   /// Clears the valid flag; returns whether this call cleared it.
   func markInvalid() -> Bool {
@@ -361,7 +370,6 @@ public final class LoopTimer: @unchecked Sendable {
   }
 
   /// The scheduler the timer joined, if any.
-  @inline(__always)
   private func attached() -> _TimerScheduler? {
     guard let pointer = UnsafeRawPointer(bitPattern: attachment.load(ordering: .acquiring)) else {
       return nil
@@ -369,54 +377,55 @@ public final class LoopTimer: @unchecked Sendable {
     return Unmanaged<_TimerScheduler>.fromOpaque(pointer).takeUnretainedValue()
   }
 
-  /// Attaches the timer to `scheduler` unless it is attached already; returns the scheduler
-  /// it is attached to. Call holding the stripe lock.
-  private func attach(_ scheduler: _TimerScheduler) -> _TimerScheduler {
-    if let current = attached() { return current }
-    let bits = UInt(bitPattern: Unmanaged.passRetained(scheduler).toOpaque())
-    attachment.store(bits, ordering: .releasing)
-    return scheduler
-  }
-
   /// Joins `scheduler` (the scheduler of `loop`) in `mode`. Returns whether a wake-up
   /// deadline moved earlier.
   func join(_ scheduler: _TimerScheduler, loop: EventRunLoop, mode: LoopMode)
     throws(RunLoopError) -> Bool
   {
-    func exited() -> RunLoopError {
-      .loopThreadExited("\(loop)'s thread has exited; timer '\(name)' would never fire")
-    }
-    func add(_ state: inout _SchedulerState) throws(RunLoopError) -> Bool {
-      guard !state.exited else { throw exited() }
+    let own = UInt(bitPattern: Unmanaged.passUnretained(scheduler).toOpaque())
+    var current = attachment.load(ordering: .acquiring)
+    if current == 0 { current = try attach(scheduler) }
+    guard current == own else { throw foreignLoopError(loop) }
+    // Checked under the lock `invalidate()` unlinks under: either it finds this timer
+    // linked, or this sees the flag cleared.
+    return try scheduler.state.withLock { state throws(RunLoopError) -> Bool in
+      guard isValid else { throw invalidError() }
+      guard !state.exited else { throw exitedError(loop) }
       return state.add(self, to: mode)
     }
-    func check(_ owner: _TimerScheduler) throws(RunLoopError) {
-      guard owner !== scheduler else { return }
-      // A loop has one scheduler: another one is another loop's.
-      guard owner.loopID != loop.id else { throw exited() }
-      let other = owner.loop.map { "\($0)" } ?? "a loop that no longer exists"
-      throw .alreadyInUse("timer '\(name)' belongs to \(other); it cannot join \(loop)")
+  }
+
+  /// Attaches the timer to `scheduler` unless it is attached already; returns the address
+  /// of the scheduler it is attached to. Holds the stripe lock, so that a change made to the
+  /// schedule while the timer belonged to no loop is complete and seen.
+  private func attach(_ scheduler: _TimerScheduler) throws(RunLoopError) -> UInt {
+    try withStripe { () throws(RunLoopError) -> UInt in
+      guard isValid else { throw invalidError() }
+      let current = attachment.load(ordering: .acquiring)
+      if current != 0 { return current }
+      let bits = UInt(bitPattern: Unmanaged.passRetained(scheduler).toOpaque())
+      attachment.store(bits, ordering: .releasing)
+      return bits
     }
-    func invalid() -> RunLoopError {
-      .invalidated("timer '\(name)' is invalid; create a new timer instead")
-    }
-    if let owner = attached() {
-      guard isValid else { throw invalid() }
-      try check(owner)
-      // Checked under the lock `invalidate()` unlinks under: either it finds this timer
-      // linked, or this sees the flag cleared.
-      return try scheduler.state.withLock { state throws(RunLoopError) -> Bool in
-        guard isValid else { throw invalid() }
-        return try add(&state)
-      }
-    }
-    return try withStripe { () throws(RunLoopError) -> Bool in
-      guard isValid else { throw invalid() }
-      try check(attach(scheduler))
-      return try scheduler.state.withLock { state throws(RunLoopError) -> Bool in
-        try add(&state)
-      }
-    }
+  }
+
+  private func invalidError() -> RunLoopError {
+    .invalidated("timer '\(name)' is invalid; create a new timer instead")
+  }
+
+  private func exitedError(_ loop: EventRunLoop) -> RunLoopError {
+    .loopThreadExited("\(loop)'s thread has exited; timer '\(name)' would never fire")
+  }
+
+  /// Why the timer cannot join `loop`: it is attached to another scheduler.
+  private func foreignLoopError(_ loop: EventRunLoop) -> RunLoopError {
+    guard isValid else { return invalidError() }
+    guard let owner = attached() else { return invalidError() }
+    // A loop has one scheduler: another one of this loop's id is the scheduler of this
+    // loop before its thread exited.
+    guard owner.loopID != loop.id else { return exitedError(loop) }
+    let other = owner.loop.map { "\($0)" } ?? "a loop that no longer exists"
+    return .alreadyInUse("timer '\(name)' belongs to \(other); it cannot join \(loop)")
   }
 
   /// Changes the fire date and/or the tolerance. Returns `false` when the timer is invalid
@@ -440,168 +449,5 @@ public final class LoopTimer: @unchecked Sendable {
     }
     scheduler?.wakeIfNeeded(earlier)
     return changed
-  }
-}
-
-// MARK: The schedule's storage (every member: with the schedule's lock held)
-
-extension LoopTimer {
-  /// The extras in `word`, if it holds their address.
-  static func extras(in word: UInt) -> _TimerExtras? {
-    guard word & 1 == 0, let pointer = UnsafeRawPointer(bitPattern: word) else { return nil }
-    return Unmanaged<_TimerExtras>.fromOpaque(pointer).takeUnretainedValue()
-  }
-
-  /// The timer's extras, if it has them.
-  var extras: _TimerExtras? {
-    let word = tail.load(ordering: .relaxed)
-    guard word & 1 == 0, word != 0 else { return nil }
-    return Self.extras(in: word)
-  }
-
-  /// Whether the timer has extras.
-  var hasExtras: Bool {
-    let word = tail.load(ordering: .relaxed)
-    return word & 1 == 0 && word != 0
-  }
-
-  /// The timer's extras, made now if it has none (they then take over the interval).
-  func ensureExtras() -> _TimerExtras {
-    let word = tail.load(ordering: .relaxed)
-    if let extras = Self.extras(in: word) { return extras }
-    let extras = _TimerExtras(
-      interval: word & 1 == 1 ? .nanoseconds(Int64(word >> 1)) : nil)
-    tail.store(UInt(bitPattern: Unmanaged.passRetained(extras).toOpaque()), ordering: .releasing)
-    return extras
-  }
-
-  /// The interval in nanoseconds when the timer's word holds it (no extras).
-  var inlineIntervalNanoseconds: Int64? {
-    let word = tail.load(ordering: .relaxed)
-    return word & 1 == 1 ? Int64(word >> 1) : nil
-  }
-
-  /// The fire date as an offset from ``_TimerClock/origin``, exactly.
-  var fireOffset: Duration {
-    get { extras?.exactFireOffset ?? .nanoseconds(fireKey) }
-    set {
-      let (key, exact) = _TimerClock.key(of: newValue)
-      fireKey = key
-      if !exact {
-        ensureExtras().exactFireOffset = newValue
-      } else if let extras {
-        extras.exactFireOffset = nil
-      }
-    }
-  }
-
-  /// The next scheduled fire date (the grid point, never the actual firing time).
-  var scheduledFireDate: ContinuousClock.Instant {
-    get { _TimerClock.instant(at: fireOffset) }
-    set { fireOffset = _TimerClock.offset(of: newValue) }
-  }
-
-  /// How late the timer may fire; never negative.
-  var scheduledTolerance: Duration {
-    get { extras?.tolerance ?? .zero }
-    set {
-      guard newValue != .zero || hasExtras else { return }
-      ensureExtras().tolerance = newValue
-    }
-  }
-
-  /// Time left when suspended; `nil` while running.
-  var suspendedRemaining: Duration? {
-    get { extras?.suspendedRemaining }
-    set {
-      guard newValue != nil || hasExtras else { return }
-      ensureExtras().suspendedRemaining = newValue
-    }
-  }
-
-  /// The key of the timer in a heap of `order`: its fire date's, or for the wake order the
-  /// end of its tolerance window (rounded down, so the loop never wakes after the window,
-  /// and never before the fire date's key).
-  func heapKey(_ order: _TimerHeapOrder) -> Int64 {
-    guard order == .wake, let extras, extras.tolerance > .zero else { return fireKey }
-    let end = _TimerClock.key(of: fireOffset + extras.tolerance, roundingUp: false).key
-    return max(fireKey, end)
-  }
-
-  // Slots: position 0 is the inline one (in use when `firstHeap != noHeap`), positions 1...
-  // are the extras' `rest`.
-
-  /// One past the last slot position.
-  var slotEnd: Int { hasExtras ? 1 + (extras?.rest.count ?? 0) : 1 }
-
-  /// The slot at `position`, `nil` for an unused inline slot.
-  func slot(at position: Int) -> _TimerSlot? {
-    guard position == 0 else { return extras?.rest[position - 1] }
-    guard firstHeap != Self.noHeap else { return nil }
-    return _TimerSlot(
-      heapIndex: Int(firstHeap), active: firstFlags & Self.activeFlag != 0,
-      fireIndex: Int(firstFireIndex), wakeIndex: Int(extras?.firstWakeIndex ?? -1),
-      tolerant: firstFlags & Self.tolerantFlag != 0)
-  }
-
-  /// Replaces the slot at `position` (a slot of the same mode key).
-  func setSlot(_ slot: _TimerSlot, at position: Int) {
-    guard position == 0 else {
-      ensureExtras().rest[position - 1] = slot
-      return
-    }
-    firstFireIndex = Int32(slot.fireIndex)
-    firstFlags = (slot.active ? Self.activeFlag : 0) | (slot.tolerant ? Self.tolerantFlag : 0)
-    // Only a timer with a tolerance, which has extras, has a wake node.
-    if slot.wakeIndex >= 0 || hasExtras {
-      ensureExtras().firstWakeIndex = Int32(slot.wakeIndex)
-    }
-  }
-
-  /// The position of the slot for the mode key at `heapIndex`, if the timer has one.
-  func slotPosition(ofHeap heapIndex: Int) -> Int? {
-    if firstHeap != Self.noHeap, Int(firstHeap) == heapIndex { return 0 }
-    guard hasExtras, let rest = extras?.rest else { return nil }
-    for index in rest.indices where rest[index].heapIndex == heapIndex { return index + 1 }
-    return nil
-  }
-
-  /// Adds a slot (for a mode key the timer has none for); returns its position.
-  func appendSlot(_ slot: _TimerSlot) -> Int {
-    if firstHeap == Self.noHeap, slot.heapIndex < Int(Self.noHeap) {
-      firstHeap = UInt16(slot.heapIndex)
-      setSlot(slot, at: 0)
-      return 0
-    }
-    let extras = ensureExtras()
-    extras.rest.append(slot)
-    return extras.rest.count
-  }
-
-  /// Records the timer's position in the heap of mode key `heapIndex` and `order` (the
-  /// heaps' hot path: the inline slot is written in place).
-  @inline(__always)
-  func setHeapPosition(_ index: Int, heap heapIndex: Int, order: _TimerHeapOrder) {
-    if firstHeap != Self.noHeap, Int(firstHeap) == heapIndex {
-      switch order {
-      case .fire: firstFireIndex = Int32(truncatingIfNeeded: index)
-      case .wake: ensureExtras().firstWakeIndex = Int32(truncatingIfNeeded: index)
-      }
-      return
-    }
-    let extras = ensureExtras()
-    let position = extras.rest.firstIndex { $0.heapIndex == heapIndex }!
-    switch order {
-    case .fire: extras.rest[position].fireIndex = index
-    case .wake: extras.rest[position].wakeIndex = index
-    }
-  }
-
-  /// The timer's position in the heap of mode key `heapIndex` and `order` (for tests).
-  func heapPosition(heap heapIndex: Int, order: _TimerHeapOrder) -> Int? {
-    guard let position = slotPosition(ofHeap: heapIndex), let slot = slot(at: position) else {
-      return nil
-    }
-    return order == .fire ? slot.fireIndex : slot.wakeIndex
   }
 }

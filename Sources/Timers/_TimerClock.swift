@@ -47,6 +47,21 @@ enum _TimerClock {
     return (nanoseconds, exact)
   }
 
+  /// The key of `offset` (rounded up) and what it leaves below the nanosecond: `0` when
+  /// the key is exact, else the attoseconds past the nanosecond before the key
+  /// (`offset == key - 1 ns + fraction`), or `nil` when the key is saturated.
+  static func keyAndFraction(of offset: Duration) -> (key: Int64, fraction: UInt?) {
+    let (key, exact) = key(of: offset)
+    if exact { return (key, 0) }
+    guard key != .max, key != .min else { return (key, nil) }
+    // The true difference is below 10^9, so 64-bit wrapping arithmetic computes it exactly.
+    let fraction =
+      UInt64(truncatingIfNeeded: offset.attoseconds)
+      &- UInt64(bitPattern: key &- 1) &* 1_000_000_000
+    guard fraction > 0, fraction < 1_000_000_000 else { return (key, nil) }
+    return (key, UInt(fraction))
+  }
+
   /// The key of `instant`, rounded up.
   static func key(of instant: ContinuousClock.Instant) -> Int64 {
     key(of: offset(of: instant)).key

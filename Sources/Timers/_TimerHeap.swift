@@ -2,160 +2,183 @@
 enum _TimerHeapOrder {
   /// `(fireDate, sequence)`: the order timers fire in.
   case fire
-  /// `(fireDate + tolerance, sequence)`: the latest instant the loop may wake.
+  /// `(fireDate + tolerance, sequence)`: the latest instant the loop may wake (used only
+  /// by `_TolerantTimers`).
   case wake
 }
 
-/// One timer in one heap: its date key in this heap's order (a copy, so that comparisons
-/// read only the heap's contiguous array and never the timer, unless two dates are equal)
-/// and the timer: 16 bytes, four to a cache line, which is what a 4-ary sift reads.
+/// A min-heap of timers ordered by `(key, sequence)`, so that timers with equal keys come
+/// out in the order they were scheduled: the heap of libuv's timer.c, with the same three
+/// operations (insert, remove, and the fix-up after a key changed) and the same intrusive
+/// index: each timer records its own position, so removing or moving any timer is
+/// O(log n) with no search. (swift-collections' `Heap` can only pop its minimum.)
 ///
-/// The node holds its timer by an `Unmanaged` reference that owns one retain, taken in
-/// ``_TimerHeap/insert(_:)`` and given back in ``_TimerHeap/remove(at:)`` or
-/// ``_TimerHeap/releaseAll()``: moving nodes during a sift then costs no reference counting.
-struct _TimerHeapNode {
-  /// The key's instant, in nanoseconds from ``_TimerClock/origin`` (see there).
-  var date: Int64
-  let reference: Unmanaged<LoopTimer>
-
-  /// A node not yet owning its timer (``_TimerHeap/insert(_:)`` retains it).
-  init(timer: LoopTimer, order: _TimerHeapOrder) {
-    self.reference = Unmanaged.passUnretained(timer)
-    self.date = timer.heapKey(order)
-  }
-
-  var timer: LoopTimer { reference.takeUnretainedValue() }
-
-  /// The insertion sequence, read from the timer (ties of dates only).
-  var sequence: UInt64 { reference._withUnsafeGuaranteedRef { $0.sequence } }
-
-  var key: (Int64, UInt64) { (date, sequence) }
-
-  /// Whether `self` comes before `other`: by date, then by sequence.
-  @inline(__always)
-  func precedes(_ other: _TimerHeapNode) -> Bool {
-    if date != other.date { return date < other.date }
-    return sequence < other.sequence
-  }
-}
-
-/// An indexed 4-ary min-heap of timers, in the manner of libuv's timer heap: ordered by
-/// (deadline, insertion sequence) so equal deadlines come out in insertion order.
+/// Two choices differ from libuv's pointer-linked binary heap, both for the cache:
+/// - the nodes live in one array, and each holds a copy of its key next to its timer (16
+///   bytes, four to a cache line), so comparisons read the array, not the timers; the
+///   sequence is read from the timer only when two keys are equal;
+/// - the heap is 4-ary: half the levels of a binary heap, so half the position write-backs
+///   into timers (each a likely cache miss) for a few more comparisons of neighbouring
+///   keys. Sifts move a hole rather than swapping, so a node that moves is written once.
 ///
-/// We write our own instead of using swift-collections' `Heap` because `Heap` can only pop
-/// its minimum (or maximum): cancelling or rescheduling a timer in the middle of it would
-/// cost a linear search and a rebuild. Here every node's position is stored in the timer's
-/// slot, so insert, remove and update are all O(log n), and updating a repeating timer after
-/// it fires moves a node without allocating.
-///
-/// The heap is 4-ary: half the levels of a binary heap, so half the position write-backs
-/// into timers (each a likely cache miss), for more comparisons of keys that sit next to
-/// each other in the array. Sifts move a hole instead of swapping, so each node that moves
-/// has its position written once.
-///
-/// The node array grows by doubling (Swift's `Array`) and never shrinks: at 10,000 timers
-/// its capacity is 16,384 nodes, 26 bytes a timer.
+/// A node owns one retain of its timer, taken by ``insert(_:)`` and given back by
+/// ``remove(at:)`` or ``releaseAll()``; moving nodes costs no reference counting. The
+/// array doubles as it grows and never shrinks (at 10,000 timers, 16,384 nodes: 26 bytes
+/// a timer).
 struct _TimerHeap {
-  /// Children per node.
+  struct Node {
+    /// The timer's key in this heap's order (see ``LoopTimer/heapKey(_:)``).
+    var key: Int64
+    let timer: Unmanaged<LoopTimer>
+
+    /// The timer's insertion sequence, read only to break ties of keys.
+    var sequence: UInt64 { timer._withUnsafeGuaranteedRef { $0.sequence } }
+
+    /// Whether `self` comes out before `other`.
+    func precedes(_ other: Node) -> Bool {
+      key != other.key ? key < other.key : sequence < other.sequence
+    }
+  }
+
   static let arity = 4
   let order: _TimerHeapOrder
-  /// The position of the heap's mode key in the scheduler's table: which of a timer's slots
-  /// holds its position here.
-  let heapIndex: Int
-  private(set) var nodes: [_TimerHeapNode] = []
+  /// The mode key the heap belongs to: tells a timer which of its slots records the
+  /// position (see ``LoopTimer/setHeapPosition(_:mode:order:)``).
+  let mode: Int
+  private(set) var nodes: [Node] = []
 
-  init(order: _TimerHeapOrder, heapIndex: Int) {
+  init(order: _TimerHeapOrder, mode: Int) {
     self.order = order
-    self.heapIndex = heapIndex
+    self.mode = mode
   }
 
   var count: Int { nodes.count }
+  var top: Node? { nodes.first }
 
-  /// The node with the smallest key.
-  var top: _TimerHeapNode? { nodes.first }
-
-  mutating func insert(_ node: _TimerHeapNode) {
-    _ = node.reference.retain()
+  mutating func insert(_ timer: LoopTimer) {
+    let node = Node(key: timer.heapKey(order), timer: Unmanaged.passRetained(timer))
     nodes.append(node)
-    siftUp(nodes.count - 1)
+    siftUp(node, from: nodes.count - 1)
   }
 
   mutating func remove(at index: Int) {
     let removed = nodes[index]
     let last = nodes.removeLast()
-    if index < nodes.count {
-      // The last node fills the hole; its key is its own, so no refresh is needed.
-      nodes[index] = last
-      sift(index)
+    if index < nodes.count { update(last, at: index) }
+    removed.timer._withUnsafeGuaranteedRef {
+      $0.setHeapPosition(-1, mode: mode, order: order)
     }
-    removed.reference._withUnsafeGuaranteedRef {
-      $0.setHeapPosition(-1, heap: heapIndex, order: order)
-    }
-    // Callers hold the timer, so this is never its last reference.
-    removed.reference.release()
+    // Callers hold the timer: this is never its last reference.
+    removed.timer.release()
   }
 
-  /// Empties the heap, giving back every node's retain (the scheduler's end). May free
-  /// timers and what their handlers captured: call it holding no lock.
+  /// Moves the node at `index` to its place after its timer's key changed.
+  mutating func update(at index: Int) {
+    var node = nodes[index]
+    node.key = node.timer._withUnsafeGuaranteedRef { $0.heapKey(order) }
+    update(node, at: index)
+  }
+
+  /// Empties the heap, giving back every node's retain. May free timers and what their
+  /// handlers captured: call it holding no lock.
   mutating func releaseAll() {
     let taken = nodes
     nodes = []
-    for node in taken { node.reference.release() }
+    for node in taken { node.timer.release() }
   }
 
-  /// Moves the node at `index` to its place after its key changed.
-  mutating func restore(at index: Int) {
-    nodes[index].date = nodes[index].reference._withUnsafeGuaranteedRef { $0.heapKey(order) }
-    sift(index)
+  /// Puts `node` in the hole at `index`, moving it up or down to its place.
+  private mutating func update(_ node: Node, at index: Int) {
+    if index > 0, node.precedes(nodes[(index - 1) / Self.arity]) {
+      siftUp(node, from: index)
+    } else {
+      siftDown(node, from: index)
+    }
   }
 
-  private mutating func sift(_ index: Int) {
-    if !siftUp(index) { siftDown(index) }
+  /// Moves the hole at `index` up until `node` fits in it, then puts `node` there.
+  private mutating func siftUp(_ node: Node, from index: Int) {
+    let (order, mode) = (order, mode)
+    nodes.withUnsafeMutableBufferPointer { buffer in
+      var index = index
+      while index > 0 {
+        let parent = (index - 1) / Self.arity
+        guard node.precedes(buffer[parent]) else { break }
+        Self.place(buffer[parent], at: index, in: buffer, order: order, mode: mode)
+        index = parent
+      }
+      Self.place(node, at: index, in: buffer, order: order, mode: mode)
+    }
   }
 
-  /// The latest fire date that is at most `limit`, or `nil` when every fire date is later.
-  /// Fire-order heap only. Visits only the nodes whose fire date is at most `limit` (and
-  /// their children): a subtree whose root is later than `limit` holds nothing earlier.
-  func latestFireKey(atMost limit: Int64) -> Int64? {
-    latestFireKey(from: 0, atMost: limit, best: nil)
+  /// Moves the hole at `index` down until `node` fits in it, then puts `node` there.
+  private mutating func siftDown(_ node: Node, from index: Int) {
+    let (order, mode) = (order, mode)
+    nodes.withUnsafeMutableBufferPointer { buffer in
+      var index = index
+      while true {
+        let first = Self.arity * index + 1
+        guard first < buffer.count else { break }
+        var child = first
+        for next in (first + 1)..<min(first + Self.arity, buffer.count)
+        where buffer[next].precedes(buffer[child]) {
+          child = next
+        }
+        guard buffer[child].precedes(node) else { break }
+        Self.place(buffer[child], at: index, in: buffer, order: order, mode: mode)
+        index = child
+      }
+      Self.place(node, at: index, in: buffer, order: order, mode: mode)
+    }
   }
 
-  private func latestFireKey(from index: Int, atMost limit: Int64, best: Int64?) -> Int64? {
-    guard index < nodes.count else { return best }
-    let date = nodes[index].date
-    guard date <= limit else { return best }
-    var best = max(best ?? date, date)
+  private static func place(
+    _ node: Node, at index: Int, in buffer: UnsafeMutableBufferPointer<Node>,
+    order: _TimerHeapOrder, mode: Int
+  ) {
+    buffer[index] = node
+    node.timer._withUnsafeGuaranteedRef { $0.setHeapPosition(index, mode: mode, order: order) }
+  }
+
+  // MARK: Queries
+
+  /// The latest key that is at most `limit`, or `nil` when every key is later. Visits only
+  /// the nodes whose key is at most `limit` (and their children): a subtree whose root is
+  /// later than `limit` holds nothing earlier.
+  func latestKey(atMost limit: Int64) -> Int64? {
+    latestKey(from: 0, atMost: limit, best: nil)
+  }
+
+  private func latestKey(from index: Int, atMost limit: Int64, best: Int64?) -> Int64? {
+    guard index < nodes.count, nodes[index].key <= limit else { return best }
+    var best = max(best ?? nodes[index].key, nodes[index].key)
     if best == limit { return best }
     for child in children(of: index) {
-      best = latestFireKey(from: child, atMost: limit, best: best) ?? best
+      best = latestKey(from: child, atMost: limit, best: best) ?? best
     }
     return best
   }
 
-  /// The first node in fire order whose fire date is at most `now` and whose sequence is
-  /// below `horizon`, and its key. Fire-order heap only. A node that fails only the sequence
-  /// test (a timer rescheduled during the current round) does not hide its subtree; a
+  /// The first node in heap order whose key is at most `now` and whose sequence is below
+  /// `horizon`, with its `(key, sequence)`. A node that fails only the sequence test (a
+  /// timer rescheduled during the current round of firing) does not hide its subtree; a
   /// subtree whose root is later than `now`, or not before the best found, is skipped.
-  func firstDue(now: Int64, before horizon: UInt64)
-    -> (node: _TimerHeapNode, key: (Int64, UInt64))?
-  {
-    var best: (node: _TimerHeapNode, key: (Int64, UInt64))?
+  func firstDue(now: Int64, before horizon: UInt64) -> (node: Node, rank: (Int64, UInt64))? {
+    var best: (node: Node, rank: (Int64, UInt64))?
     firstDue(from: 0, now: now, horizon: horizon, best: &best)
     return best
   }
 
   private func firstDue(
     from index: Int, now: Int64, horizon: UInt64,
-    best: inout (node: _TimerHeapNode, key: (Int64, UInt64))?
+    best: inout (node: Node, rank: (Int64, UInt64))?
   ) {
-    guard index < nodes.count else { return }
-    let date = nodes[index].date
-    guard date <= now else { return }
-    let key = (date, nodes[index].sequence)
-    guard best.map({ key < $0.key }) ?? true else { return }
-    if key.1 < horizon {
-      // Every node below has a larger key.
-      best = (nodes[index], key)
+    guard index < nodes.count, nodes[index].key <= now else { return }
+    let rank = (nodes[index].key, nodes[index].sequence)
+    guard best.map({ rank < $0.rank }) ?? true else { return }
+    if rank.1 < horizon {
+      // Every node below ranks later.
+      best = (nodes[index], rank)
       return
     }
     for child in children(of: index) {
@@ -163,79 +186,19 @@ struct _TimerHeap {
     }
   }
 
-  /// Whether every parent's key is at most its children's and every stored position is
-  /// right (for tests).
-  func isConsistent() -> Bool {
-    for index in nodes.indices {
-      let timer = nodes[index].timer
-      if timer.heapPosition(heap: heapIndex, order: order) != index { return false }
-      if timer.heapKey(order) != nodes[index].date { return false }
-      if index > 0, nodes[index].precedes(nodes[(index - 1) / Self.arity]) { return false }
-    }
-    return true
-  }
-
-  /// The positions of `index`'s children.
   private func children(of index: Int) -> Range<Int> {
     let first = Self.arity * index + 1
     return min(first, nodes.count)..<min(first + Self.arity, nodes.count)
   }
 
-  /// Moves the node at `start` up while it is smaller than its parent; records its position
-  /// and the positions of the nodes it passes. Returns whether it moved.
-  @discardableResult
-  private mutating func siftUp(_ start: Int) -> Bool {
-    let (order, heapIndex) = (order, heapIndex)
-    return nodes.withUnsafeMutableBufferPointer { buffer in
-      let moving = buffer[start]
-      var index = start
-      while index > 0 {
-        let parent = (index - 1) / Self.arity
-        guard moving.precedes(buffer[parent]) else { break }
-        buffer[index] = buffer[parent]
-        Self.setPosition(of: buffer[index], to: index, order: order, heapIndex: heapIndex)
-        index = parent
-      }
-      buffer[index] = moving
-      Self.setPosition(of: moving, to: index, order: order, heapIndex: heapIndex)
-      return index != start
-    }
-  }
-
-  /// Moves the node at `start` down while a child is smaller; records its position and the
-  /// positions of the nodes it passes.
-  private mutating func siftDown(_ start: Int) {
-    let (order, heapIndex) = (order, heapIndex)
-    nodes.withUnsafeMutableBufferPointer { buffer in
-      let count = buffer.count
-      let moving = buffer[start]
-      var index = start
-      while true {
-        let first = Self.arity * index + 1
-        guard first < count else { break }
-        var child = first
-        var next = first + 1
-        let end = min(first + Self.arity, count)
-        while next < end {
-          if buffer[next].precedes(buffer[child]) { child = next }
-          next += 1
-        }
-        guard buffer[child].precedes(moving) else { break }
-        buffer[index] = buffer[child]
-        Self.setPosition(of: buffer[index], to: index, order: order, heapIndex: heapIndex)
-        index = child
-      }
-      buffer[index] = moving
-      Self.setPosition(of: moving, to: index, order: order, heapIndex: heapIndex)
-    }
-  }
-
-  @inline(__always)
-  private static func setPosition(
-    of node: _TimerHeapNode, to index: Int, order: _TimerHeapOrder, heapIndex: Int
-  ) {
-    node.reference._withUnsafeGuaranteedRef {
-      $0.setHeapPosition(index, heap: heapIndex, order: order)
+  /// Whether every parent precedes its children and every timer records its position and
+  /// key right (for tests).
+  func isConsistent() -> Bool {
+    nodes.indices.allSatisfy { index in
+      let timer = nodes[index].timer.takeUnretainedValue()
+      return timer.heapPosition(mode: mode, order: order) == index
+        && timer.heapKey(order) == nodes[index].key
+        && (index == 0 || !nodes[index].precedes(nodes[(index - 1) / Self.arity]))
     }
   }
 }

@@ -114,4 +114,76 @@ struct CauseTracingTests {
     #expect(work.first?["RUNLOOP_CAUSE_SPAN"] == "0000000000000000")
     #expect(work.first?["RUNLOOP_CAUSE_LOOP"] == nil)
   }
+
+  @Test func chromeExportDrawsAMatchedFlowFromEachCausingCalloutToItsEffect() throws {
+    let path = temporaryPath("causes-chrome.jsonl")
+    defer { unlink(path) }
+    _ = try sendAcrossLoops(sinks: [try JSONLinesSink(path: path)])
+    let records = try TraceLog.read(contentsOf: path)
+    let events = ChromeTrace.events(from: records)
+    let starts = events.filter { $0["ph"] as? String == "s" }
+    let ends = events.filter { $0["ph"] as? String == "f" }
+    // One cause in the log has a call-out span: the sender (the source's was a plain thread).
+    #expect(starts.count == 1 && ends.count == 1)
+    let start = try #require(starts.first)
+    let end = try #require(ends.first)
+    #expect(start["id"] as? Int == end["id"] as? Int)
+    #expect(start["cat"] as? String == "cause" && end["cat"] as? String == "cause")
+    #expect(start["name"] as? String == end["name"] as? String)
+    #expect(end["bp"] as? String == "e")
+    let sender = try #require(records.first { $0.calloutName == "sender" })
+    let effect = try #require(records.first { $0.calloutName == "effect" })
+    // Each binds inside its own call-out's slice, on that call-out's thread.
+    func inside(_ event: [String: any Sendable], _ record: TraceRecord) -> Bool {
+      let timestamp = event["ts"] as? Double ?? -1
+      return event["tid"] as? Int == Int(record.tid)
+        && timestamp > Double(record.timestamp) / 1000
+        && timestamp < Double(record.endTimestamp) / 1000
+    }
+    #expect(inside(start, sender))
+    #expect(inside(end, effect))
+  }
+
+  @Test func chromeFlowsPairEffectsWithCausesLoggedAfterThemAndSkipUnknownCauses() throws {
+    func callout(_ seq: UInt64, tid: Int32, at start: Int64, span: String, cause: String? = nil)
+      -> TraceRecord
+    {
+      TraceRecord(
+        run: "r", seq: seq, record: .callout, timestamp: start, wallTime: 0, pid: 10, tid: tid,
+        thread: "t\(tid)", loop: UInt64(tid), mode: "default", iteration: 1, depth: 1,
+        calloutKind: "block", calloutName: "c\(seq)", duration: 10_000, span: span,
+        causeSpan: cause, causeTid: cause.map { _ in 1 })
+    }
+    // The cause's record comes last (its call-out ended last); it caused two effects; a
+    // third effect names a call-out not in the log, a fourth was caused outside call-outs.
+    let records = [
+      callout(1, tid: 2, at: 5_000, span: "00000000000000b1", cause: "00000000000000a1"),
+      callout(2, tid: 3, at: 6_000, span: "00000000000000b2", cause: "00000000000000a1"),
+      callout(3, tid: 3, at: 30_000, span: "00000000000000b3", cause: "00000000000000ff"),
+      callout(4, tid: 3, at: 40_000, span: "00000000000000b4", cause: "0000000000000000"),
+      callout(5, tid: 1, at: 1_000, span: "00000000000000a1"),
+    ]
+    let events = ChromeTrace.events(from: records)
+    let starts = events.filter { $0["ph"] as? String == "s" }
+    let ends = events.filter { $0["ph"] as? String == "f" }
+    #expect(starts.count == 2 && ends.count == 2)
+    #expect(
+      Set(starts.compactMap { $0["id"] as? Int }) == Set(ends.compactMap { $0["id"] as? Int }))
+    #expect(starts.allSatisfy { $0["tid"] as? Int == 1 })
+    #expect(Set(ends.compactMap { $0["tid"] as? Int }) == [2, 3])
+    // The streaming writer draws the same arrows.
+    let log = temporaryPath("flows.jsonl")
+    let chrome = temporaryPath("flows.json")
+    defer {
+      unlink(log)
+      unlink(chrome)
+    }
+    try records.map(\.jsonLine).joined().write(toFile: log, atomically: false, encoding: .utf8)
+    try ChromeTrace.write(from: try TraceLogReader(path: log), toFileAt: chrome)
+    let document = try JSONSerialization.jsonObject(
+      with: Data(contentsOf: URL(fileURLWithPath: chrome)))
+    let written = (document as? [String: Any])?["traceEvents"] as? [[String: Any]] ?? []
+    #expect(written.filter { $0["ph"] as? String == "s" }.count == 2)
+    #expect(written.filter { $0["ph"] as? String == "f" }.count == 2)
+  }
 }

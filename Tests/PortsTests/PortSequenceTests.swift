@@ -105,4 +105,30 @@ struct PortSequenceTests {
     fds[1] = open("/dev/null", O_WRONLY)
     #expect(await iterator.next() != nil)
   }
+
+  @Test func aSequenceWhoseSourceCannotStartThrowsAndStopsTheSource() throws {
+    let worker = try startLoopThread(name: "readiness-refused")
+    defer { stopLoopThread(worker) }
+    // epoll refuses a regular file: adding the watch fails, and the owned descriptor is
+    // closed by the source's invalidation instead of leaking.
+    var template = Array("/tmp/rl-readiness-XXXXXX".utf8CString)
+    let file = mkstemp(&template)
+    #expect(file >= 0)
+    let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    defer { unlink(path) }
+    #expect(openedFile(file) == path)
+    #expect(throws: RunLoopError.self) {
+      try DescriptorSource.readiness(of: file, on: worker.runLoop, ownership: .owned)
+    }
+    // Closed (the number may already serve another test's descriptor, not this file).
+    #expect(openedFile(file) != path)
+  }
+}
+
+/// The file descriptor `fd` of this process has open, from /proc; `nil` when it is closed.
+private func openedFile(_ fd: Int32) -> String? {
+  var buffer = [CChar](repeating: 0, count: 4096)
+  let count = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+  guard count > 0 else { return nil }
+  return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

@@ -130,3 +130,67 @@ struct CompactScheduleTests {
     #expect(eventually(2) { scheduler.isNil && handlerCapture.isNil })
   }
 }
+
+/// Fire dates below the nanosecond (what seconds given as a `Double` make) are kept exactly
+/// in the timer's tagged word, without the extras object.
+@Suite("Fire dates below the nanosecond")
+struct SubnanosecondDateTests {
+  @Test func oneShotDateBelowTheNanosecondStaysExactWithoutExtras() throws {
+    let date = ContinuousClock.now + .seconds(1) + Duration(attoseconds: 123_456_789)
+    let timer = try LoopTimer(fireAt: date) { _ in }
+    #expect(!timer.hasExtras)
+    #expect(timer.fireDate == date)
+    // Another such date, then a whole-nanosecond one: still exact, still no extras.
+    let later = date + .milliseconds(3) + Duration(attoseconds: 5)
+    timer.fireDate = later
+    #expect(timer.fireDate == later)
+    #expect(!timer.hasExtras)
+    let whole = ContinuousClock.now + .seconds(2)
+    timer.fireDate = whole
+    #expect(timer.fireDate == whole)
+    #expect(!timer.hasExtras)
+  }
+
+  @Test func secondsAsDoubleMakeOneShotTimersWithoutExtras() throws {
+    let timer = try LoopTimer(seconds: 0.3) { _ in }
+    #expect(!timer.hasExtras)
+    let date = ContinuousClock.now + .seconds(0.7)
+    let other = try LoopTimer(fireAt: date) { _ in }
+    #expect(!other.hasExtras)
+    #expect(other.fireDate == date)
+  }
+
+  @Test func extrasMadeLaterTakeOverTheDateBelowTheNanosecond() throws {
+    let date = ContinuousClock.now + .seconds(5) + Duration(attoseconds: 999_999_999)
+    let timer = try LoopTimer(fireAt: date) { _ in }
+    timer.tolerance = .milliseconds(1)
+    #expect(timer.hasExtras)
+    #expect(timer.fireDate == date)
+    #expect(timer.tolerance == .milliseconds(1))
+  }
+
+  @Test func repeatingTimerWithDateBelowTheNanosecondKeepsItInExtras() throws {
+    let date = ContinuousClock.now + .seconds(1) + Duration(attoseconds: 42)
+    let timer = try LoopTimer(fireAt: date, every: .milliseconds(10)) { _ in }
+    #expect(timer.hasExtras)
+    #expect(timer.fireDate == date)
+    #expect(timer.interval == .milliseconds(10))
+  }
+
+  @Test func timerWithDateBelowTheNanosecondFiresAtItsExactDateNeverBefore() throws {
+    let (date, callouts) = try onNewThread {
+      loop -> (ContinuousClock.Instant, [LoopRecorder.Callout]) in
+      let recorder = LoopRecorder()
+      loop.addInstrument(recorder)
+      let date = ContinuousClock.now + .milliseconds(5) + Duration(attoseconds: 1)
+      let timer = try LoopTimer(fireAt: date, name: "fraction") { _ in }
+      try loop.add(timer, mode: .default)
+      try loop.run(mode: .default, timeout: .seconds(5))
+      return (date, recorder.timerCallouts)
+    }
+    #expect(callouts.count == 1)
+    let callout = try #require(callouts.first)
+    #expect(callout.dueAt == date)
+    #expect(callout.start >= date)
+  }
+}

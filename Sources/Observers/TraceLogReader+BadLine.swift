@@ -1,0 +1,24 @@
+import Foundation
+import Glibc
+
+extension TraceLogReader {
+  /// A line that was not a record.
+  ///
+  /// ```swift
+  /// if let bad = reader.firstBadLine { print("line \(bad.line): \(bad.reason)") }
+  /// ```
+  public struct BadLine: Sendable, Hashable {
+    /// The line's number, from 1.
+    ///
+    /// ```swift
+    /// let line = bad.line
+    /// ```
+    public var line: Int
+    /// Why it is not a record.
+    ///
+    /// ```swift
+    /// let reason = bad.reason
+    /// ```
+    public var reason: String
+  }
+}

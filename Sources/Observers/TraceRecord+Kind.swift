@@ -1,0 +1,21 @@
+extension TraceRecord {
+  /// What a record describes.
+  ///
+  /// ```swift
+  /// let sleeps = records.filter { $0.record == .sleep }
+  /// ```
+  public enum Kind: String, Sendable, Hashable, Codable {
+    /// The loop reached one of the six activities.
+    case activity
+    /// The loop returned from a call-out into user code.
+    case callout
+    /// The loop woke from a sleep.
+    case sleep
+    /// The stall watchdog found the loop awake past its threshold without sleeping; the
+    /// record names the call-out it is in and how long it has been awake (`duration_ns`).
+    case stall
+    /// A stalled loop went back to sleep (or left its run); `duration_ns` is how long it was
+    /// awake in all.
+    case recovery
+  }
+}

@@ -1,0 +1,292 @@
+import Dispatch
+import Glibc
+import RunLoopCore
+import RunLoopPorts
+import Testing
+
+/// The code a client's request failed with, or `nil` when it got a reply.
+private func failureCode(_ body: () async throws(RunLoopError) -> [UInt8]) async -> RunLoopError
+  .Code?
+{
+  do throws(RunLoopError) {
+    _ = try await body()
+    return nil
+  } catch {
+    return error.code
+  }
+}
+
+/// Runs a blocking `body` on a thread of its own and awaits it, so that waiting on a helper
+/// process does not hold one of the few threads every test's tasks share.
+private func offThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+  await withCheckedContinuation { continuation in
+    DispatchQueue(label: "blocking").async { continuation.resume(returning: body()) }
+  }
+}
+
+// Clients wait up to 30 s for replies that come from test tasks: on a loaded machine the
+// tasks of every test share a few threads.
+@Suite("Named-port requests as an async sequence")
+struct NamedPortRequestsTests {
+  @Test func requestsAndOneWayMessagesArriveInTheOrderTheClientSentThem() async throws {
+    let temporary = try TemporaryRegistry()
+    let worker = try startLoopThread(name: "requests-order")
+    defer { stopLoopThread(worker) }
+    let (server, requests) = try NamedPortServer.requests(
+      name: "ordered", registry: temporary.registry, on: worker.runLoop)
+    let port = try NamedPort(name: "ordered", registry: temporary.registry)
+    let client = Task {
+      for id in 1...5 { try port.send(msgid: Int32(id), data: [UInt8(id)]) }
+      return try await port.request(msgid: 6, data: [6], receiveTimeout: .seconds(30))
+    }
+    var seen: [Int32] = []
+    for await request in requests {
+      seen.append(request.message.msgid)
+      #expect(request.message.data == [UInt8(request.message.msgid)])
+      #expect(request.message.peerPID == getpid())
+      #expect(request.expectsReply == (request.message.msgid == 6))
+      if request.expectsReply {
+        #expect(request.reply([60]))
+        break
+      }
+    }
+    #expect(seen == [1, 2, 3, 4, 5, 6])
+    #expect(try await client.value == [60])
+    #expect(server.statistics.messagesHandled == 6)
+    #expect(server.statistics.requestsUnanswered == 0)
+  }
+
+  @Test func repliesSentOutOfOrderFromOtherThreadsReachTheRightClients() async throws {
+    let temporary = try TemporaryRegistry()
+    let worker = try startLoopThread(name: "requests-routing")
+    defer { stopLoopThread(worker) }
+    let (server, requests) = try NamedPortServer.requests(
+      name: "routing", registry: temporary.registry, on: worker.runLoop)
+    let clientCount = 4
+    let rounds = 3
+    let clients = try (0..<clientCount).map { index in
+      let port = try NamedPort(name: "routing", registry: temporary.registry)
+      return Task {
+        var replies: [[UInt8]] = []
+        for round in 0..<rounds {
+          replies.append(
+            try await port.request(
+              msgid: Int32(index), data: [UInt8(index), UInt8(round)],
+              receiveTimeout: .seconds(30)))
+        }
+        return replies
+      }
+    }
+    // Every client has one request out at a time: take one of each, answer them in reverse
+    // order, from other threads and tasks.
+    var iterator = requests.makeAsyncIterator()
+    for _ in 0..<rounds {
+      var batch: [NamedPortRequest] = []
+      while batch.count < clientCount, let request = await iterator.next() { batch.append(request) }
+      #expect(batch.count == clientCount)
+      for (position, request) in batch.reversed().enumerated() {
+        let reply = request.message.data + [0xFF]
+        if position.isMultiple(of: 2) {
+          DispatchQueue(label: "replier").async { request.reply(reply) }
+        } else {
+          Task.detached { request.reply(reply) }
+        }
+      }
+    }
+    for (index, client) in clients.enumerated() {
+      let expected = (0..<rounds).map { [UInt8(index), UInt8($0), 0xFF] }
+      #expect(try await client.value == expected)
+    }
+    #expect(server.statistics.repliesUndelivered == 0)
+    #expect(requests.droppedCount == 0)
+  }
+
+  @Test func aFullBufferRefusesNewRequestsWithServerBusyAndCountsThem() async throws {
+    let temporary = try TemporaryRegistry()
+    let worker = try startLoopThread(name: "requests-busy")
+    defer { stopLoopThread(worker) }
+    let (server, requests) = try NamedPortServer.requests(
+      name: "busy", registry: temporary.registry, on: worker.runLoop, capacity: 2)
+    let first = try NamedPort(name: "busy", registry: temporary.registry)
+    let second = try NamedPort(name: "busy", registry: temporary.registry)
+    let late = try NamedPort(name: "busy", registry: temporary.registry)
+    // Both wait in the buffer, in the order they arrived; nobody consumes yet.
+    var waiting: [Task<[UInt8], any Error>] = []
+    for (index, port) in [first, second].enumerated() {
+      waiting.append(
+        Task { try await port.request(msgid: Int32(index + 1), receiveTimeout: .seconds(30)) })
+      #expect(await eventuallyAsync { server.statistics.messagesHandled == index + 1 })
+    }
+    #expect(
+      await failureCode { () async throws(RunLoopError) in
+        try await late.request(msgid: 3)
+      } == .serverBusy)
+    try late.send(msgid: 4)
+    #expect(await eventuallyAsync { server.statistics.messagesDroppedBusy == 1 })
+    #expect(server.statistics.requestsRefusedBusy == 1)
+    #expect(requests.droppedCount == 2)
+    // The consumer catches up: the two buffered requests are answered, in order, and the
+    // buffer takes requests again.
+    var iterator = requests.makeAsyncIterator()
+    for expected in Int32(1)...2 {
+      let request = try #require(await iterator.next())
+      #expect(request.message.msgid == expected)
+      request.reply([UInt8(expected)])
+    }
+    #expect(try await waiting[0].value == [1])
+    #expect(try await waiting[1].value == [2])
+    let retry = Task { try await late.request(msgid: 5, receiveTimeout: .seconds(30)) }
+    let request = try #require(await iterator.next())
+    #expect(request.message.msgid == 5)
+    request.reply([5])
+    #expect(try await retry.value == [5])
+  }
+
+  @Test func cancellingTheConsumerStopsTheServerAndAnswersWaitingClientsWithServerStopped()
+    async throws
+  {
+    let temporary = try TemporaryRegistry()
+    let worker = try startLoopThread(name: "requests-cancel")
+    defer { stopLoopThread(worker) }
+    let (server, requests) = try NamedPortServer.requests(
+      name: "stopping", registry: temporary.registry, on: worker.runLoop)
+    let taken = GuardedState(0)
+    let consumer = Task {
+      // Holds the first two requests without replying, then stops taking more.
+      var held: [NamedPortRequest] = []
+      var iterator = requests.makeAsyncIterator()
+      while held.count < 2, let request = await iterator.next() {
+        held.append(request)
+        taken.withLock { $0 = held.count }
+      }
+      try? await Task.sleep(for: .seconds(60))
+      _ = await iterator.next()
+      return held.count
+    }
+    let ports = try (0..<3).map { _ in try NamedPort(name: "stopping", registry: temporary.registry)
+    }
+    let clients = ports.enumerated().map { index, port in
+      Task {
+        await failureCode { () async throws(RunLoopError) in
+          try await port.request(msgid: Int32(index), receiveTimeout: .seconds(30))
+        }
+      }
+    }
+    // Two held by the consumer, one in the buffer.
+    #expect(await eventuallyAsync { server.statistics.messagesHandled == 3 })
+    #expect(await eventuallyAsync { taken.withLock { $0 } == 2 })
+    consumer.cancel()
+    #expect(await consumer.value == 2)
+    for client in clients { #expect(await client.value == .serverStopped) }
+    #expect(server.statistics.requestsAnsweredAtStop == 3)
+    #expect(server.statistics.requestsUnanswered == 0)
+    #expect(server.isValid == false)
+    #expect(requests.isFinished)
+    #expect(throws: RunLoopError.nameNotFound("")) {
+      try NamedPort(name: "stopping", registry: temporary.registry)
+    }
+  }
+
+  @Test func aRequestDroppedWithoutAReplyGetsARequestDroppedFailureInTheClientProcess()
+    async throws
+  {
+    let temporary = try TemporaryRegistry()
+    let worker = try startLoopThread(name: "requests-dropped")
+    defer { stopLoopThread(worker) }
+    let (server, requests) = try NamedPortServer.requests(
+      name: "dropping", registry: temporary.registry, on: worker.runLoop)
+    // A patient client: a loaded machine may keep the consumer from running for a while.
+    let helper = try HelperProcess(
+      ["ports-request-timed", temporary.directory, "dropping", "60000"])
+    var iterator = requests.makeAsyncIterator()
+    let ignored = try #require(await iterator.next())
+    #expect(ignored.message.msgid == 1)
+    #expect(ignored.message.peerPID == helper.pid)
+    _ = consume ignored
+    let outcome = await offThread { helper.readLine(timeout: .seconds(60)) }
+    #expect(outcome?.hasPrefix("error:requestDropped ") == true, "\(outcome ?? "nothing")")
+    #expect(await offThread { helper.waitForExit() } == 0)
+    #expect(server.statistics.requestsUnanswered == 1)
+    // The server goes on serving.
+    let port = try NamedPort(name: "dropping", registry: temporary.registry)
+    let client = Task { try await port.request(msgid: 8, receiveTimeout: .seconds(30)) }
+    let answered = try #require(await iterator.next())
+    #expect(answered.reply([8]))
+    #expect(try await client.value == [8])
+  }
+
+  @Test func aRequestIsAnsweredOnceAndAOneWayMessageNotAtAll() async throws {
+    let temporary = try TemporaryRegistry()
+    let worker = try startLoopThread(name: "requests-once")
+    defer { stopLoopThread(worker) }
+    let (server, requests) = try NamedPortServer.requests(
+      name: "once", registry: temporary.registry, on: worker.runLoop)
+    let port = try NamedPort(name: "once", registry: temporary.registry)
+    try port.send(msgid: 1)
+    let client = Task {
+      try await port.request(msgid: 2, data: [2], receiveTimeout: .seconds(30))
+    }
+    var iterator = requests.makeAsyncIterator()
+    let oneWay = try #require(await iterator.next())
+    #expect(oneWay.expectsReply == false)
+    #expect(oneWay.reply([1]) == false)
+    let request = try #require(await iterator.next())
+    #expect(request.reply([20]))
+    #expect(request.reply([21]) == false)
+    #expect(try await client.value == [20])
+    _ = consume request
+    #expect(server.statistics.requestsUnanswered == 0)
+  }
+
+  @Test func aReplyAboveTheMaximumSizeReachesTheClientAsMessageTooLarge() async throws {
+    let temporary = try TemporaryRegistry()
+    let worker = try startLoopThread(name: "requests-large")
+    defer { stopLoopThread(worker) }
+    let (_, requests) = try NamedPortServer.requests(
+      name: "large", registry: temporary.registry, on: worker.runLoop, maxMessageSize: 16)
+    let port = try NamedPort(name: "large", registry: temporary.registry, maxMessageSize: 16)
+    let client = Task {
+      await failureCode { () async throws(RunLoopError) in
+        try await port.request(msgid: 1, receiveTimeout: .seconds(30))
+      }
+    }
+    var iterator = requests.makeAsyncIterator()
+    let request = try #require(await iterator.next())
+    #expect(request.reply([UInt8](repeating: 0, count: 17)))
+    #expect(await client.value == .messageTooLarge)
+  }
+
+  @Test func aReplyFromTheSequenceCarriesTheRequestsTraceBackFromTheCalloutThatSentIt()
+    async throws
+  {
+    let temporary = try TemporaryRegistry()
+    let log = PortCalloutLog()
+    let worker = try startLoopThread(name: "requests-traced") { loop in loop.addInstrument(log) }
+    defer { stopLoopThread(worker) }
+    let (_, requests) = try NamedPortServer.requests(
+      name: "traced", registry: temporary.registry, on: worker.runLoop)
+    let helper = try HelperProcess(["ports-traced-request", temporary.directory, "traced"])
+    var iterator = requests.makeAsyncIterator()
+    let request = try #require(await iterator.next())
+    let cause = try #require(request.message.cause)
+    let trace = try #require(cause.traceID)
+    #expect(cause.processID == helper.pid)
+    #expect(request.reply(request.message.data))
+    _ = await offThread { helper.readLine() }
+    let replied = await offThread { helper.readLine() }
+    #expect(await offThread { helper.waitForExit() } == 0)
+    // The message reached the sequence in a port call-out caused by the sender, and the
+    // reply left in the loop's call-out named after the port's replies.
+    let arrival = try #require(log.first(named: "traced.request"))
+    #expect(arrival.cause == cause)
+    let sending = try #require(log.first(named: "traced.reply"))
+    let hex = { (value: UInt64) in
+      String(repeating: "0", count: 16 - String(value, radix: 16).count)
+        + String(value, radix: 16)
+    }
+    #expect(
+      replied
+        == "reply:traced.reply cause:\(hex(sending.span)) pid:\(getpid())"
+        + " trace:\(hex(trace.high))\(hex(trace.low))")
+  }
+}
