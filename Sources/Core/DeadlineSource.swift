@@ -41,7 +41,7 @@ extension EventRunLoop {
   package func removeDeadlineSource(_ source: any DeadlineSource) {
     let running = state.withLock { state -> Bool in
       state.deadlineSources.removeAll { $0 === source }
-      return !state.frames.isEmpty
+      return runs.depth > 0
     }
     // A sleeping loop holds its deadline sources in its pass snapshot: wake it to let go.
     if running && !isCurrent { wakeUp() }

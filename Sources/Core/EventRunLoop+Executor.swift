@@ -126,6 +126,9 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
   }
 
   private func runQueuedJobs(mode: LoopMode) {
+    // From the pass snapshot, outside the lock: looking the mode up in the common modes'
+    // set under the lock hashes its name for every batch.
+    let isCommon = isCommonInPass(mode)
     var slot = 0
     while true {
       // The next executor with jobs runnable in `mode`: its whole queue becomes the batch,
@@ -134,9 +137,6 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
       // have a second reference, and emptying it for reuse would copy it.
       guard
         var batch = state.withLock({ state -> JobBatch? in
-          // Decided here rather than read from the pass snapshot: the snapshot's accessor
-          // allocates a frame per read in unoptimized builds, and this path allocates nothing.
-          let isCommon = state.commonModes.contains(mode)
           while slot < state.jobQueues.count {
             if state.jobQueues[slot].isRunnable(in: mode, modeIsCommon: isCommon) {
               var batch = state.jobQueues[slot].spare.take() ?? []

@@ -182,8 +182,8 @@ extension EventRunLoop {
 
   private func passInfo() -> LoopPassInfo {
     LoopPassInfo(
-      loopID: id, mode: local.modes.last ?? .default, iteration: local.iteration,
-      depth: local.modes.count)
+      loopID: id, mode: local.innermostMode ?? .default, iteration: local.iteration,
+      depth: local.depth)
   }
 
   /// Brings the loop thread's instrument list up to date and returns what the instruments

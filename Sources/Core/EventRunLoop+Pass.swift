@@ -8,11 +8,15 @@ extension EventRunLoop {
   func runPasses(mode: LoopMode, depth: Int, plan: RunPlan) -> RunResult {
     assertOnLoopThread()
     let buffer = poller.buffer(depth: depth)
+    // A zero-timeout run begun where wake-ups are dropped stays there (see `runSpecific`).
+    let staysIgnoring = plan.neverBlocks && local.ignoringWakeUps
     while true {
       local.iteration &+= 1
       // Wake-ups count again.
-      local.ignoringWakeUps = false
-      if wakeState.passBegins() { wakeForWhatADroppedWakeUpAnnounced(mode: mode) }
+      if !staysIgnoring {
+        local.ignoringWakeUps = false
+        if wakeState.passBegins() { wakeForWhatADroppedWakeUpAnnounced(mode: mode) }
+      }
       restoreHeldWatches(mode: mode)
       if local.mainQueueDrains > 0 { holdMainQueueWatchWhileDraining() }
 
@@ -55,8 +59,7 @@ extension EventRunLoop {
       }
       runPerformRequests(mode: mode)
 
-      if let result = exitReason(mode: mode, depth: depth, plan: plan, sourceHandled: sourceHandled)
-      {
+      if let result = exitReason(mode: mode, plan: plan, sourceHandled: sourceHandled) {
         return result
       }
     }
@@ -66,19 +69,19 @@ extension EventRunLoop {
   /// look at, except a stop or an emptied mode, which only the end of a pass checks: for
   /// those, the loop wakes itself so that the coming sleep does not block.
   func wakeForWhatADroppedWakeUpAnnounced(mode: LoopMode) {
-    if published.stopPending.load(ordering: .sequentiallyConsistent) || modeIsEmpty(mode) {
+    if runs.stopIsPending || modeIsEmpty(mode) {
       wakeState.request()
     }
   }
 
   /// Why the run should end now, in CFRunLoop's order of checks, or `nil` to go on.
-  private func exitReason(mode: LoopMode, depth: Int, plan: RunPlan, sourceHandled: Bool)
+  private func exitReason(mode: LoopMode, plan: RunPlan, sourceHandled: Bool)
     -> RunResult?
   {
     if sourceHandled && plan.returnAfterSourceHandled { return .handledSource }
     if plan.neverBlocks { return .timedOut }
     if let deadline = plan.deadline, LoopClock.now() >= deadline { return .timedOut }
-    if takeStopRequest(depth: depth) { return .stopped }
+    if runs.takeStopRequest() { return .stopped }
     if modeIsEmpty(mode) { return .finished }
     return nil
   }
@@ -87,19 +90,6 @@ extension EventRunLoop {
   private func startIgnoringWakeUps() {
     local.ignoringWakeUps = true
     wakeState.startIgnoring()
-  }
-
-  /// Whether the run at `depth` was asked to stop; clears the request. Takes the lock only
-  /// when some run has a stop request.
-  func takeStopRequest(depth: Int) -> Bool {
-    guard published.stopPending.load(ordering: .sequentiallyConsistent) else { return false }
-    return state.withLock { state -> Bool in
-      guard state.frames.count >= depth, state.frames[depth - 1].stopRequested else {
-        return false
-      }
-      state.frames[depth - 1].stopRequested = false
-      return true
-    }
   }
 
   /// Puts the held watches of `mode` back into the `epoll` set. Takes the lock only when

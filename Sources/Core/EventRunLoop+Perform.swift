@@ -39,8 +39,7 @@ extension EventRunLoop {
   /// ```
   @discardableResult
   public func perform(_ body: @escaping @Sendable () -> Void) -> PerformRequest {
-    let request = PerformRequest(
-      name: Self.defaultPerformName, modes: Self.commonModesOnly, waitable: false, body: body)
+    let request = PerformRequest(name: Self.defaultPerformName, body: body)
     enqueue(request)
     return request
   }

@@ -132,21 +132,20 @@ extension EventRunLoop {
   func runSpecific(mode: LoopMode, plan: RunPlan) -> RunResult {
     assertOnLoopThread()
     if isMain { installMainQueueWatchIfNeeded() }
-    let depth = state.withLock { state -> Int in
-      state.frames.append(RunFrame(mode: mode))
-      if state.frames.count == 1 { local.passSnapshot.unpark(from: &state) }
-      return state.frames.count
-    }
+    let depth = beginRun(mode: mode)
     // An empty mode returns before any observer hears anything, as CFRunLoop does.
     if modeIsEmpty(mode) {
-      endFrame()
+      endRun(depth: depth)
       return .finished
     }
-    local.modes.append(mode)
     local.runsStarted &+= 1
     let outerIgnoring = local.ignoringWakeUps
-    let start = wakeState.runBegins(inIgnoringWindow: outerIgnoring)
-    local.ignoringWakeUps = false
+    // A run that never sleeps gives a wake-up nothing to end: begun where wake-ups are
+    // dropped (no run active, or an outer run between waking and its next pass), it stays
+    // there, and leaves the wake state as it found it.
+    let staysIgnoring = plan.neverBlocks && outerIgnoring
+    let start = staysIgnoring ? nil : wakeState.runBegins(inIgnoringWindow: outerIgnoring)
+    local.ignoringWakeUps = staysIgnoring
     // A wake-up dropped since the emptiness check above (a source removed meanwhile, say)
     // is owed the check the first pass would make for one dropped between passes.
     if start == .dropped { wakeForWhatADroppedWakeUpAnnounced(mode: mode) }
@@ -154,20 +153,68 @@ extension EventRunLoop {
     // A stop made before the first pass (by the entry observer, say) ends the run at once,
     // as in CFRunLoop.
     let result =
-      takeStopRequest(depth: depth) ? .stopped : runPasses(mode: mode, depth: depth, plan: plan)
+      runs.takeStopRequest()
+      ? .stopped : runPasses(mode: mode, depth: depth, plan: plan)
     notify(.exit)  // Step 10
-    if wakeState.runEnds(beganIn: start) { wakeState.request() }
+    if let start, wakeState.runEnds(beganIn: start) { wakeState.request() }
     local.ignoringWakeUps = outerIgnoring
-    local.modes.removeLast()
-    endFrame()
+    endRun(depth: depth)
     return result
   }
 
-  /// Takes the innermost run's frame off; the outermost run parks the pass snapshot.
-  private func endFrame() {
+  /// Makes a run in `mode` the innermost: recorded on the loop's thread, published in
+  /// ``ActiveRuns`` for the others (its mode under the lock only when it differs from the
+  /// last run's at its depth). The outermost run takes back the snapshot it parked.
+  /// Returns the run's depth.
+  private func beginRun(mode: LoopMode) -> Int {
+    let depth = local.depth + 1
+    if local.runs.count < depth || local.runs[depth - 1].mode != mode {
+      setRunMode(mode, depth: depth)
+    }
+    local.depth = depth
+    let begun = runs.runBegins(depth: depth)
+    if begun.outerStopRequested { local.runs[depth - 2].stopRequested = true }
+    if depth == 1 { local.passSnapshot.unpark(begun.snapshot) }
+    return depth
+  }
+
+  /// Records `mode` as the mode of the run at `depth`, and publishes it for other threads
+  /// (before the run's depth is published).
+  private func setRunMode(_ mode: LoopMode, depth: Int) {
     state.withLock { state in
-      _ = state.frames.popLast()
-      if state.frames.isEmpty { local.passSnapshot.park(in: &state) }
+      if state.runModes.count < depth {
+        state.runModes.append(mode)
+      } else {
+        state.runModes[depth - 1] = mode
+      }
+    }
+    if local.runs.count < depth {
+      local.runs.append(RunFrame(mode: mode))
+    } else {
+      local.runs[depth - 1].mode = mode
+    }
+  }
+
+  /// Ends the innermost run: the run it was nested in gets back its stop request; the
+  /// outermost parks the pass snapshot, so that the next run can take it back.
+  private func endRun(depth: Int) {
+    local.depth = depth - 1
+    guard depth == 1 else {
+      let outerStop = local.runs[depth - 2].stopRequested
+      if outerStop { local.runs[depth - 2].stopRequested = false }
+      _ = runs.runEnds(depth: depth, outerStopRequested: outerStop, snapshot: nil)
+      return
+    }
+    guard let snapshot = local.passSnapshot.park() else {
+      _ = runs.runEnds(depth: 1, outerStopRequested: false, snapshot: nil)
+      return
+    }
+    let structure = snapshot.structure
+    // A change made while it was being parked may have missed it: let go of it then.
+    if runs.runEnds(depth: 1, outerStopRequested: false, snapshot: snapshot),
+      published.structure.load(ordering: .sequentiallyConsistent) != structure
+    {
+      _ = runs.dropParkedSnapshot()
     }
   }
 

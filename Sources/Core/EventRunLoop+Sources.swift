@@ -48,7 +48,7 @@ extension EventRunLoop {
       if !state.sources.isScheduled(source) { signalInbox.remove(source) }
       let left = Self.concreteModes(
         mode, of: source, in: state.sources, commonModes: state.commonModes)
-      return (left, !state.frames.isEmpty)
+      return (left, runs.depth > 0)
     }
     guard let (left, running) = removal else { return }
     // A running loop keeps its mode's sources in its pass snapshot until its next pass; a

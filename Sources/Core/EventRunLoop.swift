@@ -56,6 +56,9 @@ public final class EventRunLoop: @unchecked Sendable {
   let wakeState: WakeState
   /// The custom sources signalled for this loop and not yet performed (step 4 reads them).
   let signalInbox = SignalInbox()
+  // The active runs as other threads see them (how deep, a stop request), and the pass
+  // snapshot parked between runs.
+  let runs: ActiveRuns
   // Changes whenever the loop's own instruments change.
   let instrumentsVersion = Atomic<UInt64>(0)
   // The longest a sleep may poll before blocking, in nanoseconds (see `spinLimit`).
@@ -73,7 +76,9 @@ public final class EventRunLoop: @unchecked Sendable {
     self.isMain = isMain
     let published = PublishedState()
     self.published = published
-    self.state = GuardedState(LoopState(published: published))
+    let runs = ActiveRuns()
+    self.runs = runs
+    self.state = GuardedState(LoopState(published: published, runs: runs))
     let poller = try Poller()
     self.poller = poller
     self.wakeState = WakeState(eventDescriptor: poller.wakeDescriptor)
@@ -135,14 +140,22 @@ public final class EventRunLoop: @unchecked Sendable {
   /// ```swift
   /// let source = CustomInputSource { print(EventRunLoop.current.currentMode!) }
   /// ```
-  public var currentMode: LoopMode? { state.withLock { $0.frames.last?.mode } }
+  public var currentMode: LoopMode? {
+    if isCurrent { return local.innermostMode }
+    return state.withLock { state in
+      // Read under the lock: the loop thread publishes a run's mode in `runModes`, under
+      // the lock, before the run's depth.
+      let depth = runs.depth
+      return depth > 0 ? state.runModes[depth - 1] : nil
+    }
+  }
 
   /// Whether a run of the loop is active (on its thread).
   ///
   /// ```swift
   /// if loop.isRunning { loop.stop() }
   /// ```
-  public var isRunning: Bool { state.withLock { !$0.frames.isEmpty } }
+  public var isRunning: Bool { runs.depth > 0 }
 
   /// Whether the owning thread has exited; such a loop can no longer run.
   ///
@@ -222,12 +235,7 @@ public final class EventRunLoop: @unchecked Sendable {
   /// try loop.run()
   /// ```
   public func stop() {
-    let stopped = state.withLock { state -> Bool in
-      guard !state.frames.isEmpty else { return false }
-      state.frames[state.frames.count - 1].stopRequested = true
-      return true
-    }
-    if stopped { wakeUp() }
+    if runs.requestStop() { wakeUp() }
   }
 
   /// Called by the thread-exit destructor, on the exiting thread: nothing queued can run any

@@ -7,6 +7,9 @@
 /// of the tables.)
 struct LoopState {
   let published: PublishedState
+  /// The loop's active runs, which hold its parked pass snapshot (the same as
+  /// `EventRunLoop.runs`).
+  let runs: ActiveRuns
   var commonModes: Set<LoopMode> = [.default] { didSet { structureDidChange() } }
   var sources = LoopModeTable<CustomInputSource>() { didSet { structureDidChange() } }
   var watches = LoopModeTable<DescriptorWatch>() { didSet { structureDidChange() } }
@@ -19,12 +22,10 @@ struct LoopState {
     didSet { published.performCount.store(performQueue.count, ordering: .sequentiallyConsistent) }
   }
   var performBound = PerformQueueBound()
-  var frames: [RunFrame] = [] {
-    didSet {
-      let pending = frames.contains { $0.stopRequested }
-      published.stopPending.store(pending, ordering: .sequentiallyConsistent)
-    }
-  }
+  /// The modes of the active runs, outermost first, for other threads (``EventRunLoop/currentMode``);
+  /// `runs` tells how many are active. Written by the loop thread before it
+  /// publishes a run at a depth whose entry differs, so entries past the depth are stale.
+  var runModes: [LoopMode] = []
   var deadlineSources: [any DeadlineSource] = [] { didSet { structureDidChange() } }
   var instruments: [any RunLoopInstrument] = []
   var threadExited = false
@@ -35,22 +36,16 @@ struct LoopState {
   /// then its `LoopExecutor`s, which the loop keeps for its thread's life).
   var jobQueues: [JobQueue] = []
   var executors: [LoopExecutor] = []
-  /// The loop thread's pass snapshot while no run is active (see `PassSnapshotSlot`): kept
-  /// here, under the lock, so that any change lets go of it at once, with the items in it.
-  var parkedSnapshot: PassSnapshot?
 
-  init(published: PublishedState) {
+  init(published: PublishedState, runs: ActiveRuns) {
     self.published = published
+    self.runs = runs
   }
 
   private mutating func structureDidChange() {
-    parkedSnapshot = nil
     published.structureDidChange()
+    // The loop thread's snapshot, parked while no run is active, holds what just changed:
+    // let go of it at once, with the items in it.
+    _ = runs.dropParkedSnapshot()
   }
-}
-
-/// One active run of the loop.
-struct RunFrame {
-  let mode: LoopMode
-  var stopRequested = false
 }

@@ -7,8 +7,16 @@ struct LoopThreadState {
   /// The token of the descriptor watch a run that handles one source chose last, so that
   /// watches of equal order take turns.
   var lastChosenWatchToken: UInt64 = 0
-  /// The modes of the active runs, innermost last.
-  var modes: [LoopMode] = []
+  /// How many runs are active (``ActiveRuns`` publishes what other threads need).
+  var depth = 0
+  /// The active runs, outermost first, in `runs[0..<depth]`. Entries past the depth are
+  /// kept: a run at a depth whose entry has its mode reuses it, which spares it an array
+  /// append and removal and its mode's publication in `LoopState.runModes` (each entry's
+  /// mode was published when it was set).
+  var runs: [RunFrame] = []
+
+  /// The innermost active run's mode, or `nil`.
+  var innermostMode: LoopMode? { depth > 0 ? runs[depth - 1].mode : nil }
   var instruments = InstrumentCache()
   /// Reached only through `EventRunLoop[passIn:]`, which keeps it current.
   var passSnapshot = PassSnapshotSlot()
@@ -26,6 +34,14 @@ struct LoopThreadState {
   /// step 4 last found nothing it could run among the sources left in the loop's
   /// ``SignalInbox``: until either moves, only a new signal gives it something to do.
   var signalsCheckedFor: (structure: UInt64, mode: LoopMode)?
+}
+
+/// One active run of the loop.
+struct RunFrame {
+  var mode: LoopMode
+  /// A stop request that landed while this run was the innermost and that it had not taken
+  /// when a nested run began: handed back to ``ActiveRuns`` when the nested run ends.
+  var stopRequested = false
 }
 
 /// A source step 4 found signalled: its order, the stamp of its first signal, the source.

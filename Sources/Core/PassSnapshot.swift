@@ -26,22 +26,22 @@ struct PassSnapshot {
 
 /// The loop thread's latest snapshot. Only this file reads it.
 ///
-/// Between runs the snapshot is parked in `LoopState` (moved, not copied), where the lock
-/// that guards every change lets go of it as soon as anything changes: a thread that runs
-/// its loop again and again (zero-timeout runs in a game loop, say) takes it back without
-/// rebuilding it, and a loop that is not running keeps nothing alive that was removed.
+/// Between runs the snapshot is parked in ``ActiveRuns`` (moved, not copied), where any
+/// change of structure lets go of it at once: a thread that runs its loop again and again
+/// (zero-timeout runs in a game loop, say) takes it back without rebuilding it, and a loop
+/// that is not running keeps nothing alive that was removed.
 struct PassSnapshotSlot {
   fileprivate var latest: PassSnapshot?
 
-  /// Moves the snapshot into `state` (call holding its lock, as the outermost run ends).
-  mutating func park(in state: inout LoopState) {
-    state.parkedSnapshot = latest.take()
+  /// Moves the snapshot out, to be parked as the outermost run ends.
+  mutating func park() -> PassSnapshot? {
+    latest.take()
   }
 
-  /// Takes back a snapshot parked in `state`, if nothing has changed since (call holding
-  /// its lock, as the outermost run starts).
-  mutating func unpark(from state: inout LoopState) {
-    latest = state.parkedSnapshot.take()
+  /// Takes back the snapshot the last run parked, if nothing has let go of it, as the
+  /// outermost run begins.
+  mutating func unpark(_ snapshot: consuming PassSnapshot?) {
+    latest = snapshot
   }
 }
 
@@ -59,6 +59,20 @@ extension EventRunLoop {
       }
       yield local.passSnapshot.latest!
     }
+  }
+
+  /// Whether `mode` is one of the loop's common modes, as a pass in it reads it: the
+  /// snapshot's answer through a plain call, for paths that must allocate nothing even
+  /// unoptimized (where reading through the `_read` accessor allocates its frame).
+  func isCommonInPass(_ mode: LoopMode) -> Bool {
+    assertOnLoopThread()
+    let structure = published.structure.load(ordering: .sequentiallyConsistent)
+    if structure != local.passSnapshot.latest?.structure
+      || mode != local.passSnapshot.latest?.mode
+    {
+      local.passSnapshot.latest = takeSnapshot(for: mode)
+    }
+    return local.passSnapshot.latest!.isCommon
   }
 
   /// Lets go of the snapshot (the loop's thread is exiting).

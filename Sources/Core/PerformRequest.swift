@@ -59,14 +59,17 @@ public final class PerformRequest: Sendable {
   /// let request = loop.perform(inModes: [.default]) { redraw() }
   /// request.modes  // [.default]
   /// ```
-  public let modes: [LoopMode]
+  public var modes: [LoopMode] { otherModes ?? EventRunLoop.commonModesOnly }
 
   // Touched only by the thread that moves the request out of `pending` (the loop's, to run
   // it; a canceller's or the exiting thread's, to drop it): the state's compare-and-swap
   // picks exactly one, and orders its use after everything before.
   private nonisolated(unsafe) var body: (@Sendable () -> Void)?
-  // The default, `[.common]`: matching is then one flag, not a search of `modes`.
-  private let commonModesOnly: Bool
+  // The modes unless they are the default, `[.common]` (nil): matching is then one flag, not
+  // a search, and a request made with the default holds no array, so every thread that
+  // performs does not retain and release the one shared default array (two atomic
+  // operations on a cache line the loops' threads would pass back and forth).
+  private let otherModes: [LoopMode]?
   private let stateBits = Atomic<UInt8>(State.pending.rawValue)
   private let done: DispatchSemaphore?
   // When it was queued (a `LoopClock` reading), or 0: read only while some instrument
@@ -85,10 +88,18 @@ public final class PerformRequest: Sendable {
     body: @escaping @Sendable () -> Void
   ) {
     self.name = name
-    self.modes = modes
-    self.commonModesOnly = Self.isCommonModesOnly(modes)
+    self.otherModes = Self.isCommonModesOnly(modes) ? nil : modes
     self.body = body
     self.done = waitable ? DispatchSemaphore(value: 0) : nil
+  }
+
+  /// A request that runs in the common modes and is not waited for: what
+  /// ``EventRunLoop/perform(_:)`` makes.
+  init(name: String, body: @escaping @Sendable () -> Void) {
+    self.name = name
+    self.otherModes = nil
+    self.body = body
+    self.done = nil
   }
 
   deinit {
@@ -131,8 +142,8 @@ public final class PerformRequest: Sendable {
   /// Whether the request may run in `mode`, given whether `mode` is one of the loop's
   /// common modes.
   func matches(_ mode: LoopMode, modeIsCommon: Bool) -> Bool {
-    if commonModesOnly { return modeIsCommon }
-    return modes.contains(mode) || (modeIsCommon && modes.contains(.common))
+    guard let otherModes else { return modeIsCommon }
+    return otherModes.contains(mode) || (modeIsCommon && otherModes.contains(.common))
   }
 
   func transition(from old: State, to new: State) -> Bool {

@@ -12,8 +12,6 @@ final class PublishedState: Sendable {
   let performCount = Atomic<Int>(0)
   /// How many Swift concurrency jobs are queued, in all of the loop's executors.
   let jobCount = Atomic<Int>(0)
-  /// Whether some active run has a stop request it has not seen yet.
-  let stopPending = Atomic<Bool>(false)
 
   func structureDidChange() {
     structure.wrappingAdd(1, ordering: .sequentiallyConsistent)

@@ -117,6 +117,9 @@ struct WakeState: ~Copyable, Sendable {
   /// begins. A wake-up whose event is still pending (`written`) stays and ends the next
   /// sleep, as one that came just before the loop woke does in CFRunLoop.
   func startIgnoring() {
+    // Only the loop leaves `ignoring` and `dropped` (and only it makes `awake`): when the
+    // state is not `awake` now, it will not be before the loop's next transition.
+    guard phase.load(ordering: .sequentiallyConsistent) == Phase.awake.rawValue else { return }
     _ = phase.compareExchange(
       expected: Phase.awake.rawValue, desired: Phase.ignoring.rawValue,
       ordering: .sequentiallyConsistent)
