@@ -163,16 +163,6 @@ struct TraceCommand: ParsableCommand {
     func run() throws {
       // Each log opens before anything is written, so a missing one is named as such.
       for file in files { _ = try TraceCommand.reader(at: file) }
-      // Several logs are paired in two passes; a pipe can be read once, so its arrows are
-      // paired in that one pass (bounded: a cause among the last 65,536 call-outs).
-      if files.count == 1, !Self.isRegularFile(files[0]) {
-        return try exportOnce(files[0])
-      }
-      for file in files where !Self.isRegularFile(file) {
-        throw DemoError(
-          "'\(file)' is not a regular file: several logs are read twice (once to find the"
-            + " causes), so each must be a file")
-      }
       let result: (events: Int, flows: Int, logs: [TraceLogReader])
       do {
         result = try ChromeTrace.write(fromLogsAt: files, toFileAt: chrome)
@@ -196,34 +186,6 @@ struct TraceCommand: ParsableCommand {
       StandardStreams.out(
         "wrote \(chrome): \(records) records\(logs) as \(result.events) Chrome trace events"
           + arrows)
-    }
-
-    static func isRegularFile(_ path: String) -> Bool {
-      var info = stat()
-      return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
-    }
-
-    /// One log read once (a pipe or FIFO): the events, with the cause arrows paired in that
-    /// one pass (in bounded memory: a cause among the last 65,536 call-outs).
-    private func exportOnce(_ file: String) throws {
-      let reader = try TraceCommand.reader(at: file)
-      let events: Int
-      do {
-        events = try ChromeTrace.write(from: reader, toFileAt: chrome)
-      } catch {
-        let failedCall = error.message.hasPrefix("read(") ? "read '\(file)'" : "write '\(chrome)'"
-        throw DemoError("cannot \(failedCall): \(TraceCommand.reason(error))")
-      }
-      do {
-        try TraceCommand.finish(reader)
-      } catch {
-        unlink(chrome)
-        throw error
-      }
-      StandardStreams.out(
-        "wrote \(chrome): \(reader.records) records as \(events) Chrome trace events"
-          + " (read once: '\(file)' is not a regular file; arrows only to causes among the"
-          + " last 65,536 call-outs)")
     }
   }
 

@@ -28,24 +28,16 @@ import RunLoopCore
 /// try ChromeTrace.json(from: records).write(to: URL(fileURLWithPath: "/tmp/loop.trace.json"))
 /// ```
 public enum ChromeTrace {
-  /// The Chrome Trace Event objects for `records`, in timestamp order per thread, with a
-  /// flow arrow (`s` and `f` events, category `flow`) from each call-out that caused another
-  /// (its `cause_span`) to that call-out.
+  /// The Chrome Trace Event objects for `records`, in timestamp order per thread.
   ///
   /// ```swift
   /// let events = ChromeTrace.events(from: records)
   /// ```
   public static func events(from records: [TraceRecord]) -> [[String: any Sendable]] {
     var converter = _ChromeEventConverter()
-    var flows = _ChromeFlows()
-    for record in records { flows.index(record) }
     var events: [[String: any Sendable]] = []
-    for record in records {
-      converter.add(record) { events.append($0.dictionary) }
-      flows.starts(at: record) { events.append($0.dictionary) }
-    }
+    for record in records { converter.add(record) { events.append($0.dictionary) } }
     converter.finish { events.append($0.dictionary) }
-    flows.finish { events.append($0.dictionary) }
     return events
   }
 
@@ -80,9 +72,9 @@ public enum ChromeTrace {
   /// (a server's and its clients'), to the file at `path`: each process is its own track
   /// (named after its pid and its log), and flow arrows join each call-out that has a cause
   /// to the call-out that caused it, in whichever log that is (matched by `cause_span` and
-  /// `cause_pid`). The logs are read twice, streaming: the first pass notes the call-outs that
-  /// have a cause, the second writes the events; memory grows with those call-outs, not with
-  /// the logs. Bad lines are skipped and counted by each log's reader (the second pass's).
+  /// `cause_pid`, with the same bounded memory as for one log). The logs are read once each,
+  /// in order, streaming, so a log can be a pipe. Bad lines are skipped and counted by each
+  /// log's reader.
   ///
   /// - Returns: how many events it wrote, how many of them are flow arrows, and the reader
   ///   of each log (in the order of `paths`), for their counts of records and bad lines.
@@ -99,27 +91,24 @@ public enum ChromeTrace {
   public static func write(fromLogsAt paths: [String], toFileAt path: String)
     throws(RunLoopError) -> (events: Int, flows: Int, logs: [TraceLogReader])
   {
-    var flows = _ChromeFlows()
-    for log in paths {
-      let reader = try TraceLogReader(path: log)
-      while let record = try reader.next() { flows.index(record) }
-    }
     var readers: [TraceLogReader] = []
+    var arrows = 0
     let events = try writeDocument(toFileAt: path) { emit throws(RunLoopError) in
+      // One converter for all: an arrow's cause may be in any log, before or after it.
+      var converter = _ChromeEventConverter()
+      let counting = { (event: _ChromeEvent) in
+        if case .string("s") = event.fields.first?.1 { arrows += 1 }
+        emit(event)
+      }
       for log in paths {
         let reader = try TraceLogReader(path: log)
         readers.append(reader)
-        var converter = _ChromeEventConverter()
         converter.processLabel = paths.count > 1 ? Self.fileName(log) : nil
-        while let record = try reader.next() {
-          converter.add(record, emit)
-          flows.starts(at: record, emit)
-        }
-        converter.finish(emit)
+        while let record = try reader.next() { converter.add(record, counting) }
       }
-      flows.finish(emit)
+      converter.finish(counting)
     }
-    return (events, flows.drawn, readers)
+    return (events, arrows, readers)
   }
 
   /// The last component of `path`.
@@ -328,6 +317,8 @@ struct _ChromeEventConverter {
       }
       if let span = record.span { args.append(("span", .string(span))) }
       if let cause = record.causeSpan { args.append(("cause_span", .string(cause))) }
+      if let causePid = record.causePid { args.append(("cause_pid", .int(Int(causePid)))) }
+      if let trace = record.trace { args.append(("trace", .string(trace))) }
       emit(
         _ChromeEvent(
           fields: [

@@ -171,7 +171,8 @@ public final class NamedPort: Sendable {
   ///   ``RunLoopCore/RunLoopError/Code/peerClosed`` when the server goes away (dies) before
   ///   replying, as soon as that happens; ``RunLoopCore/RunLoopError/Code/messageTooLarge``; the
   ///   server's refusal (``RunLoopCore/RunLoopError/Code/peerRefused``...);
-  ///   ``/RunLoopCore/RunLoopError/Code/invalidated``.
+  ///   ``RunLoopCore/RunLoopError/Code/unsupportedFrameVersion`` from a server older than
+  ///   ``frameVersion``; ``/RunLoopCore/RunLoopError/Code/invalidated``.
   public func request(
     msgid: Int32, data: [UInt8] = [], sendTimeout: Duration = .seconds(1),
     receiveTimeout: Duration = .seconds(5)

@@ -15,7 +15,7 @@ import Glibc
 /// version 2 only, the sender's trace context in the W3C `traceparent` layout:
 ///     20    1 trace-context version (0)
 ///     21   16 trace id (all zero: the frame carries no trace context)
-///     37    8 parent span id: the sender's call-out (0: sent outside any call-out)
+///     37    8 parent span id: the sender's call-out (0: it ran in no traced call-out)
 ///     45    1 trace flags (bit 0: sampled)
 ///     46    2 reserved, 0
 ///  20/48    n payload

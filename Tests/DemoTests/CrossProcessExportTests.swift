@@ -73,9 +73,12 @@ struct CrossProcessExportTests {
     #expect(!FileManager.default.fileExists(atPath: out))
   }
 
-  /// Whether a flow event sits at the start of `slice`: same process, thread and time.
+  /// Whether a flow event binds to `slice`: same process and thread, inside its time.
   static func at(_ event: [String: Any], _ slice: [String: Any]) -> Bool {
-    event["pid"] as? Int == slice["pid"] as? Int && event["tid"] as? Int == slice["tid"] as? Int
-      && event["ts"] as? Double == slice["ts"] as? Double
+    guard let time = event["ts"] as? Double, let start = slice["ts"] as? Double,
+      let length = slice["dur"] as? Double
+    else { return false }
+    return event["pid"] as? Int == slice["pid"] as? Int
+      && event["tid"] as? Int == slice["tid"] as? Int && start <= time && time <= start + length
   }
 }
