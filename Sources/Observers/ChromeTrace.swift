@@ -15,10 +15,8 @@ import RunLoopCore
 /// inside the cause's slice and a flow end (`f`, bound to its enclosing slice) inside the
 /// effect's, with the same `id` (one per arrow) and category `flow`, which Perfetto and
 /// `chrome://tracing` draw as an arrow between the two slices, across threads. An arrow is
-/// drawn only when both records are in the trace(s). Records in memory and several logs are
-/// paired in two passes (``_ChromeFlows``); one log streamed once
-/// (``write(from:toFileAt:)``, which may read a pipe) in one pass, in bounded memory: there
-/// the cause must be among the last 65,536 call-outs. Timestamps are
+/// drawn only when both records are in the trace, and the cause is found among the last
+/// 65,536 call-outs (so memory stays bounded). Timestamps are
 /// microseconds on the trace's monotonic clock. A run still open at the end of the trace is
 /// closed at the last timestamp, and an exit whose entry happened before tracing began is
 /// left out, so begin and end events always balance.
@@ -59,8 +57,6 @@ public enum ChromeTrace {
   {
     try writeDocument(toFileAt: path) { emit throws(RunLoopError) in
       var converter = _ChromeEventConverter()
-      // One pass (the reader may be a pipe): the converter pairs causes and effects itself.
-      converter.flows = _CauseFlows()
       while let record = try reader.next() {
         converter.add(record, emit)
       }
@@ -259,9 +255,7 @@ struct _ChromeEventConverter {
   private var named = Set<Int32>()
   private var open: [Int32: [Int32]] = [:]  // tid: the pid of each open run
   private var lastTimestamp: [Int32: Int64] = [:]
-  /// Set when the converter draws the cause arrows itself, in one pass (a single log read
-  /// once, such as a pipe); `nil` when ``_ChromeFlows`` draws them in two passes.
-  var flows: _CauseFlows?
+  private var flows = _CauseFlows()
 
   mutating func add(_ record: TraceRecord, _ emit: (_ChromeEvent) -> Void) {
     let pid = Int(record.pid)
@@ -327,7 +321,7 @@ struct _ChromeEventConverter {
             ("cat", .string("callout")),
             ("dur", .double(ChromeTrace.microseconds(record.duration ?? 0))),
           ] + base, args: args))
-      flows?.add(record) { arrow in
+      flows.add(record) { arrow in
         emit(arrow.event(phase: "s", at: arrow.cause))
         emit(arrow.event(phase: "f", at: arrow.effect))
       }
