@@ -27,7 +27,11 @@ struct LoopJobWakeStressTests {
   {
     let rounds = 3000
     let progress = Atomic<Int>(0)
+    // Rounds whose continuation was resumed: a stall with the round resumed is a job that
+    // waits on the loop; one without is the resuming thread late (a loaded machine).
+    let resumed = Atomic<Int>(0)
     let stalls = Atomic<Int>(0)
+    let lateResumes = Atomic<Int>(0)
     let endRun = GuardedState<CustomInputSource?>(nil)
     let worker = RunLoopThread(name: "job-wake-\(pattern.rawValue)") { thread in
       let loop = thread.runLoop
@@ -58,7 +62,11 @@ struct LoopJobWakeStressTests {
         if now == last {
           still += 1
           if still == 20 {
-            stalls.add(1, ordering: .relaxed)
+            if resumed.load(ordering: .relaxed) > now {
+              stalls.add(1, ordering: .relaxed)
+            } else {
+              lateResumes.add(1, ordering: .relaxed)
+            }
             loop.wakeUp()
             still = 0
           }
@@ -69,10 +77,16 @@ struct LoopJobWakeStressTests {
       }
     }
     try watchdog.start()
+    // A serial queue of its own gets a thread of its own: Dispatch's global queues are the
+    // threads every test's tasks share, which synchronous tests can hold for seconds.
+    let resumer = DispatchQueue(label: "job-wake-resumer")
     await withTaskExecutorPreference(loop) {
       for round in 0..<rounds {
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-          DispatchQueue.global().async { continuation.resume() }
+          resumer.async {
+            resumed.add(1, ordering: .relaxed)
+            continuation.resume()
+          }
         }
         #expect(loop.isCurrent)
         if pattern == .nestedRunsInPerformRequests, round % 2 == 0 {
@@ -94,6 +108,9 @@ struct LoopJobWakeStressTests {
     try worker.join()
     #expect(stalls.load(ordering: .relaxed) == 0)
     #expect(progress.load(ordering: .relaxed) == rounds)
+    if lateResumes.load(ordering: .relaxed) > 0 {
+      print("\(pattern): \(lateResumes.load(ordering: .relaxed)) rounds waited 2 s for their resumer")
+    }
   }
 }
 
