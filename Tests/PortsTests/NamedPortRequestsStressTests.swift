@@ -50,7 +50,7 @@ struct NamedPortRequestsStressTests {
         guard !done.load(ordering: .relaxed) else { break }
         step.store(round * 8 + 1, ordering: .relaxed)
         let port = try NamedPort(name: "stress", registry: temporary.registry, maxMessageSize: 16)
-        let client = Task { () -> RunLoopError.Code? in
+        let client = Task(executorPreference: worker.runLoop) { () -> RunLoopError.Code? in
           do throws(RunLoopError) {
             _ = try await port.request(msgid: 1, receiveTimeout: .seconds(30))
             return nil
