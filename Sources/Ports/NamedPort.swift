@@ -71,7 +71,8 @@ public final class NamedPort: Sendable {
   /// - Parameters:
   ///   - name: the server's name.
   ///   - registry: where to look; the per-user default when `nil`.
-  ///   - maxMessageSize: the largest payload to send or accept.
+  ///   - maxMessageSize: the largest payload to send or accept (the server's failure
+  ///     notices are read up to 4 KiB whatever it is).
   ///   - trustedUIDs: who the server may run as; this user and root when `nil`.
   ///   - connectTimeout: how long connecting may take.
   ///   - frameVersion: the frame version to send, from 1 to
