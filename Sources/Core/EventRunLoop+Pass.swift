@@ -149,7 +149,10 @@ extension EventRunLoop {
       if token > Poller.timerToken { sawPort = true }
       if token == Poller.wakeToken { sawWake = true }
     }
-    if sawWake { wakeState.eventTaken() }
+    if sawWake {
+      wakeState.eventTaken()
+      local.wakeUpsTaken &+= 1
+    }
     if sawPort { return count }
     woken = sawWake
     return nil
@@ -195,6 +198,7 @@ extension EventRunLoop {
   private func takeWakeEvent(in buffer: UnsafeMutableRawPointer, count: Int) {
     for index in 0..<count where poller.event(index, in: buffer).token == Poller.wakeToken {
       wakeState.eventTaken()
+      local.wakeUpsTaken &+= 1
       return
     }
   }

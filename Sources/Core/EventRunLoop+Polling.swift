@@ -113,6 +113,7 @@ extension EventRunLoop {
       now = LoopClock.now()
     } while count == 0 && now < end
     if marking, wakeState.endPolling() { marked = true }
+    if marked { local.wakeUpsTaken &+= 1 }
     let caught = count > 0 || marked
     // From the last reading of the clock (one poll short when a mark ended it).
     pollingCounters.record(nanoseconds: now - start, caught: caught)

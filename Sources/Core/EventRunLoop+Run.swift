@@ -146,6 +146,7 @@ extension EventRunLoop {
     let staysIgnoring = plan.neverBlocks && outerIgnoring
     let start = staysIgnoring ? nil : wakeState.runBegins(inIgnoringWindow: outerIgnoring)
     local.ignoringWakeUps = staysIgnoring
+    let wakeUpsTakenBefore = local.wakeUpsTaken
     // A wake-up dropped since the emptiness check above (a source removed meanwhile, say)
     // is owed the check the first pass would make for one dropped between passes.
     if start == .dropped { wakeForWhatADroppedWakeUpAnnounced(mode: mode) }
@@ -156,7 +157,14 @@ extension EventRunLoop {
       runs.takeStopRequest()
       ? .stopped : runPasses(mode: mode, depth: depth, plan: plan)
     notify(.exit)  // Step 10
-    if let start, wakeState.runEnds(beganIn: start) { wakeState.request() }
+    if let start, wakeState.runEnds(beganIn: start) {
+      wakeState.request()
+    } else if start == .inPass, local.wakeUpsTaken != wakeUpsTakenBefore {
+      // A run nested inside a pass that took a wake-up may have taken one announcing work it
+      // could not do (a perform request or job of a mode it does not run): the outer pass,
+      // which may already have looked, gets it back, so its next sleep does not block.
+      wakeState.request()
+    }
     local.ignoringWakeUps = outerIgnoring
     endRun(depth: depth)
     return result

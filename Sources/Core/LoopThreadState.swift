@@ -4,6 +4,9 @@ struct LoopThreadState {
   var iteration: UInt64 = 0
   /// Counts runs started on this loop, so a pass can tell that a call-out ran a nested run.
   var runsStarted: UInt64 = 0
+  /// Counts the wake-ups the loop took (an event from the eventfd, or a poll's mark), so a
+  /// run nested inside a pass can tell that it took one meant for the outer run.
+  var wakeUpsTaken: UInt64 = 0
   /// The token of the descriptor watch a run that handles one source chose last, so that
   /// watches of equal order take turns.
   var lastChosenWatchToken: UInt64 = 0

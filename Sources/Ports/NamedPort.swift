@@ -71,7 +71,8 @@ public final class NamedPort: Sendable {
   /// - Parameters:
   ///   - name: the server's name.
   ///   - registry: where to look; the per-user default when `nil`.
-  ///   - maxMessageSize: the largest payload to send or accept.
+  ///   - maxMessageSize: the largest payload to send or accept (the server's failure
+  ///     notices are read up to 4 KiB whatever it is).
   ///   - trustedUIDs: who the server may run as; this user and root when `nil`.
   ///   - connectTimeout: how long connecting may take.
   ///   - frameVersion: the frame version to send, from 1 to
@@ -332,7 +333,8 @@ public final class NamedPort: Sendable {
       return .peerClosed("port '\(name)' closed the connection")
     }
     if case .frame(let frame, _) = _Frame.parse(
-      Array(buffer[0..<count]), from: 0, maxPayload: maxMessageSize, maxVersion: wireVersion),
+      Array(buffer[0..<count]), from: 0, maxPayload: maxMessageSize,
+      maxFailurePayload: Self.maxNoticeSize, maxVersion: wireVersion),
       frame.kind == .failure
     {
       return error(from: frame)
@@ -356,7 +358,9 @@ public final class NamedPort: Sendable {
     // cost more than the round trip itself for small replies (runloop-bench, ports).
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
-      switch reader.next(maxPayload: maxMessageSize, maxVersion: wireVersion) {
+      switch reader.next(
+        maxPayload: maxMessageSize, maxFailurePayload: Self.maxNoticeSize, maxVersion: wireVersion)
+      {
       case .frame(let frame, _):
         if frame.kind == .failure && (frame.requestID == requestID || frame.requestID == 0) {
           throw self.error(from: frame)
@@ -400,6 +404,11 @@ public final class NamedPort: Sendable {
       }
     }
   }
+
+  /// The largest failure frame read whatever ``maxMessageSize`` is: a server's notices (an
+  /// idle close, a refusal, a reply too large) are a line of text, and a client that cannot
+  /// read them cannot tell an idle close, after which it connects again, from a dead server.
+  static let maxNoticeSize = 4096
 
   /// The frame version sent and read, as the codec takes it.
   private var wireVersion: UInt8 { UInt8(frameVersion) }

@@ -111,10 +111,12 @@ struct _Frame: Equatable {
     case unsupportedVersion(UInt8)
   }
 
-  /// Parses one frame from `bytes[start...]`, refusing payloads above `maxPayload` and
-  /// versions above `maxVersion` (1 reads exactly what a version-1 peer reads).
+  /// Parses one frame from `bytes[start...]`, refusing payloads above `maxPayload` (failure
+  /// frames: above the larger of `maxPayload` and `maxFailurePayload`) and versions above
+  /// `maxVersion` (1 reads exactly what a version-1 peer reads).
   static func parse(
-    _ bytes: [UInt8], from start: Int, maxPayload: Int, maxVersion: UInt8 = _Frame.version
+    _ bytes: [UInt8], from start: Int, maxPayload: Int, maxFailurePayload: Int = 0,
+    maxVersion: UInt8 = _Frame.version
   ) -> Parse {
     let available = bytes.count - start
     // Check what is there as early as possible, so garbage is refused without waiting.
@@ -137,7 +139,8 @@ struct _Frame: Equatable {
     let msgid = Int32(bitPattern: readUInt32(bytes, at: start + 8))
     let requestID = readUInt32(bytes, at: start + 12)
     let length = Int(readUInt32(bytes, at: start + 16))
-    guard length <= maxPayload else { return .tooLarge(length) }
+    let limit = kind == .failure ? max(maxPayload, maxFailurePayload) : maxPayload
+    guard length <= limit else { return .tooLarge(length) }
     let header = headerSize(of: version)
     guard available >= header else { return .needMore }
     var context: TraceContext?

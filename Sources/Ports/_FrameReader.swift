@@ -22,8 +22,12 @@ struct _FrameReader {
 
   /// Takes the next complete frame, or tells why there is none (``_Frame/Parse``). After a
   /// `malformed`, `tooLarge` or `unsupportedVersion` the connection is unusable: the caller drops it.
-  mutating func next(maxPayload: Int, maxVersion: UInt8 = _Frame.version) -> _Frame.Parse {
-    let result = _Frame.parse(bytes, from: start, maxPayload: maxPayload, maxVersion: maxVersion)
+  mutating func next(
+    maxPayload: Int, maxFailurePayload: Int = 0, maxVersion: UInt8 = _Frame.version
+  ) -> _Frame.Parse {
+    let result = _Frame.parse(
+      bytes, from: start, maxPayload: maxPayload, maxFailurePayload: maxFailurePayload,
+      maxVersion: maxVersion)
     if case .frame(_, let consumed) = result { start += consumed }
     return result
   }

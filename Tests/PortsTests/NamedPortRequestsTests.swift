@@ -267,7 +267,10 @@ struct NamedPortRequestsTests {
       name: "large", registry: temporary.registry, on: worker.runLoop, maxMessageSize: 16)
     try await onLoop(worker.runLoop) {
       let port = try NamedPort(name: "large", registry: temporary.registry, maxMessageSize: 16)
-      let client = Task {
+      // On the loop too: a bare `Task {}` does not inherit the executor preference, and on
+      // the shared threads a loaded run started it more than the server's 30 s idle timeout
+      // after its port connected.
+      let client = Task(executorPreference: worker.runLoop) {
         await failureCode { () async throws(RunLoopError) in
           try await port.request(msgid: 1, receiveTimeout: .seconds(30))
         }

@@ -151,6 +151,28 @@ struct NamedPortServerLimitsTests {
     server.invalidate()
   }
 
+  /// The server's notices (idle close, refusals) are failure frames longer than a small
+  /// `maxMessageSize`: a client must read them all the same, or it cannot tell an idle close
+  /// from a dead server and fails with `peerClosed` instead of connecting again. (Under a
+  /// loaded full-suite run, a client task that started more than 30 s after its port
+  /// connected lost its request this way, and the consumer waited for it for ever.)
+  @Test func clientWithASmallMaximumSizeWhoseIdleConnectionWasClosedConnectsAgain() throws {
+    let temporary = try TemporaryRegistry()
+    let server = try NamedPortServer(
+      name: "idle-small", registry: temporary.registry, maxMessageSize: 16,
+      idleTimeout: .milliseconds(200)
+    ) { message in message.data }
+    let thread = try startLoopThread("server") { loop in try server.add(to: loop, mode: .default) }
+    let port = try NamedPort(name: "idle-small", registry: temporary.registry, maxMessageSize: 16)
+    #expect(eventually { server.statistics.connectionsClosedIdle == 1 })
+    #expect(try port.request(msgid: 1, data: [1]) == [1])
+    #expect(eventually { server.statistics.connectionsClosedIdle == 2 })
+    try port.send(msgid: 2, data: [2])
+    #expect(server.statistics.connectionsAccepted >= 2)
+    try finish(thread)
+    server.invalidate()
+  }
+
   /// Deadlines and the byte cap are checked when the server is made.
   @Test func deadlinesAndByteCapAreValidated() throws {
     let temporary = try TemporaryRegistry()
