@@ -237,11 +237,13 @@ public final class LoopMetrics: RunLoopInstrument, Sendable {
       accumulator.asleepNanoseconds += length
       // A sleep of a nested run is time the enclosing call-out did not spend working.
       if info.depth > 1 { accumulator.addNested(length, atDepth: info.depth) }
+      // The counters add up to the loop's own totals, as the snapshot does: the first sleep
+      // seen brings in the polls the loop made before the metrics were attached.
       let seen = accumulator.spins
       accumulator.spins = spins
       return (
-        accumulator.exported, spins.spins &- (seen?.spins ?? spins.spins),
-        spins.caught &- (seen?.caught ?? spins.caught),
+        accumulator.exported, spins.spins &- (seen?.spins ?? 0),
+        spins.caught &- (seen?.caught ?? 0),
         accumulator.utilization(at: from.saturatingAdding(length))
       )
     }

@@ -92,8 +92,8 @@ struct LoopMetricsTests {
       let spins = try #require(metrics.snapshot(of: loop)).spins
       caught += spins.caught
       let dimensions = [("loop", String(loop.id))]
-      // The loops were attached before their first sleep, which cannot poll (the window
-      // opens only after a short sleep): the counters hold every poll. A counter is raised
+      // The counters add up to the loop's own totals, polls made before the metrics were
+      // attached included, so they hold every poll the snapshot counts. A counter is raised
       // just after the snapshot is updated, outside the metrics' lock (the metrics factory
       // may call back in), so it may trail the snapshot for a moment.
       if spins.spins > 0 {
