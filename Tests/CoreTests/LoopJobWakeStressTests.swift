@@ -25,7 +25,7 @@ struct LoopJobWakeStressTests {
   @Test(arguments: RunPattern.allCases)
   func everyJobResumedFromAnotherThreadRunsWithoutAnExtraWakeUp(pattern: RunPattern) async throws
   {
-    let rounds = 3000
+    let rounds = 300
     let progress = Atomic<Int>(0)
     // Rounds whose continuation was resumed: a stall with the round resumed is a job that
     // waits on the loop; one without is the resuming thread late (a loaded machine).

@@ -14,7 +14,7 @@ import Testing
 @Suite("Named-port requests, many rounds in one process")
 struct NamedPortRequestsStressTests {
   @Test func everyRoundOfRequestReplyAndAwaitFinishesWithoutAStall() async throws {
-    let rounds = 500
+    let rounds = 60
     let temporary = try TemporaryRegistry()
     let worker = try startLoopThread(name: "requests-stress")
     defer { stopLoopThread(worker) }
