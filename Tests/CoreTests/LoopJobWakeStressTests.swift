@@ -20,12 +20,13 @@ enum RunPattern: String, CaseIterable, Sendable {
 /// wait for a wake-up that never comes. The loop's runs are long (30 s) and nothing else
 /// wakes it, so a lost wake-up shows as a stall, which a watchdog counts (and ends with a
 /// wake-up of its own, so that the test finishes).
-@Suite("Jobs resumed from other threads under every kind of run", .serialized)
+@Suite(
+  "Jobs resumed from other threads under every kind of run", .serialized,
+  .enabled(if: getenv("RUNLOOP_STRESS") != nil, "a stress test: RUNLOOP_STRESS=1 runs it"))
 struct LoopJobWakeStressTests {
   @Test(arguments: RunPattern.allCases)
-  func everyJobResumedFromAnotherThreadRunsWithoutAnExtraWakeUp(pattern: RunPattern) async throws
-  {
-    let rounds = 300
+  func everyJobResumedFromAnotherThreadRunsWithoutAnExtraWakeUp(pattern: RunPattern) async throws {
+    let rounds = 3000
     let progress = Atomic<Int>(0)
     // Rounds whose continuation was resumed: a stall with the round resumed is a job that
     // waits on the loop; one without is the resuming thread late (a loaded machine).
@@ -109,7 +110,8 @@ struct LoopJobWakeStressTests {
     #expect(stalls.load(ordering: .relaxed) == 0)
     #expect(progress.load(ordering: .relaxed) == rounds)
     if lateResumes.load(ordering: .relaxed) > 0 {
-      print("\(pattern): \(lateResumes.load(ordering: .relaxed)) rounds waited 2 s for their resumer")
+      print(
+        "\(pattern): \(lateResumes.load(ordering: .relaxed)) rounds waited 2 s for their resumer")
     }
   }
 }

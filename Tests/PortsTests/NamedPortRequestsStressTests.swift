@@ -11,10 +11,12 @@ import Testing
 /// sequence, replies on the loop's thread, and awaits the client. Every await resumes either
 /// from another thread (the client's reply) or from the loop's thread inside a port call-out
 /// (the sequence's element). A watchdog names the step a stalled round waits in.
-@Suite("Named-port requests, many rounds in one process")
+@Suite(
+  "Named-port requests, many rounds in one process",
+  .enabled(if: getenv("RUNLOOP_STRESS") != nil, "a stress test: RUNLOOP_STRESS=1 runs it"))
 struct NamedPortRequestsStressTests {
   @Test func everyRoundOfRequestReplyAndAwaitFinishesWithoutAStall() async throws {
-    let rounds = 60
+    let rounds = 500
     let temporary = try TemporaryRegistry()
     let worker = try startLoopThread(name: "requests-stress")
     defer { stopLoopThread(worker) }
