@@ -127,7 +127,9 @@ struct NamedPortRequestsTests {
       var waiting: [Task<[UInt8], any Error>] = []
       for (index, port) in [first, second].enumerated() {
         waiting.append(
-          Task { try await port.request(msgid: Int32(index + 1), receiveTimeout: .seconds(30)) })
+          Task(executorPreference: worker.runLoop) {
+            try await port.request(msgid: Int32(index + 1), receiveTimeout: .seconds(30))
+          })
         #expect(await eventuallyAsync { server.statistics.messagesHandled == index + 1 })
       }
       #expect(
@@ -166,7 +168,7 @@ struct NamedPortRequestsTests {
       name: "stopping", registry: temporary.registry, on: worker.runLoop)
     try await onLoop(worker.runLoop) {
       let taken = GuardedState(0)
-      let consumer = Task {
+      let consumer = Task(executorPreference: worker.runLoop) {
         // Holds the first two requests without replying, then stops taking more.
         var held: [NamedPortRequest] = []
         var iterator = requests.makeAsyncIterator()
@@ -182,7 +184,7 @@ struct NamedPortRequestsTests {
         try NamedPort(name: "stopping", registry: temporary.registry)
       }
       let clients = ports.enumerated().map { index, port in
-        Task {
+        Task(executorPreference: worker.runLoop) {
           await failureCode { () async throws(RunLoopError) in
             try await port.request(msgid: Int32(index), receiveTimeout: .seconds(30))
           }
