@@ -16,7 +16,7 @@ final class CFCallback {
 }
 
 /// A version-0 CFRunLoopSource whose perform callback runs `perform`.
-func makeCFSource(_ perform: @escaping () -> Void) -> CFRunLoopSource {
+func makeCFSource(order: Int = 0, _ perform: @escaping () -> Void) -> CFRunLoopSource {
   // CF calls back with the context's `info` pointer: one retained `CFCallback`, kept for
   // the source's life (a bench makes a handful), borrowed unretained at each call.
   let callback = Unmanaged.passRetained(CFCallback(perform)).toOpaque()
@@ -26,7 +26,7 @@ func makeCFSource(_ perform: @escaping () -> Void) -> CFRunLoopSource {
   context.perform = { info in
     Unmanaged<CFCallback>.fromOpaque(info!).takeUnretainedValue().body()
   }
-  return CFRunLoopSourceCreate(nil, 0, &context)
+  return CFRunLoopSourceCreate(nil, order, &context)
 }
 
 /// A CFRunLoopTimer calling `fire` (nil: a timer whose call-out does nothing).

@@ -4,7 +4,8 @@ import RunLoopCore
 
 /// Many custom sources in the common modes: the cost of adding and removing them, and of a
 /// pass right after a change (one source added to `.common` and removed again, each change
-/// followed by a zero-timeout pass in the default mode, so every pass follows a change).
+/// followed by a zero-timeout pass in the default mode, so every pass follows a change), and
+/// of adding them with each source's order lower than the last one's.
 let sourceScaleSuite = Suite(name: "source-scale") { options, report in
   let counts = options.quick ? [10_000] : [10_000, 100_000]
   for count in counts {
@@ -26,6 +27,13 @@ let sourceScaleSuite = Suite(name: "source-scale") { options, report in
         suite: "source scale", metric: "\(count) in .common: remove all", unit: "ms",
         ours: ours.removeAll * 1000, cf: cf.removeAll * 1000, floor: nil,
         advantage: cf.removeAll / ours.removeAll, target: "report", pass: nil))
+    let oursDescending = try ourSourceScale(count: count, changes: 1, descending: true)
+    let cfDescending = try cfSourceScale(count: count, changes: 1, descending: true)
+    report.add(
+      ResultRow(
+        suite: "source scale", metric: "\(count) in .common, orders descending: add all",
+        unit: "ms", ours: oursDescending.addAll * 1000, cf: cfDescending.addAll * 1000, floor: nil,
+        advantage: cfDescending.addAll / oursDescending.addAll, target: "report", pass: nil))
   }
 }
 
@@ -36,10 +44,15 @@ struct SourceScaleResult {
   var removeAll: Double
 }
 
-func ourSourceScale(count: Int, changes: Int) throws -> SourceScaleResult {
+/// With `descending`, each source's order is lower than the one added before it.
+func ourSourceScale(count: Int, changes: Int, descending: Bool = false) throws
+  -> SourceScaleResult
+{
   try onFreshThread {
     let loop = EventRunLoop.current
-    let sources = (0..<count).map { CustomInputSource(name: "s\($0)") {} }
+    let sources = (0..<count).map {
+      CustomInputSource(name: "s\($0)", order: descending ? count - $0 : 0) {}
+    }
     var start = nanosNow()
     for source in sources { try loop.add(source, mode: .common) }
     let addAll = seconds(since: start)
@@ -60,10 +73,13 @@ func ourSourceScale(count: Int, changes: Int) throws -> SourceScaleResult {
   }
 }
 
-func cfSourceScale(count: Int, changes: Int) throws -> SourceScaleResult {
+/// With `descending`, each source's order is lower than the one added before it.
+func cfSourceScale(count: Int, changes: Int, descending: Bool = false) throws
+  -> SourceScaleResult
+{
   try onFreshThread {
     let loop = CFRunLoopGetCurrent()
-    let sources = (0..<count).map { _ in makeCFSource {} }
+    let sources = (0..<count).map { makeCFSource(order: descending ? count - $0 : 0) {} }
     var start = nanosNow()
     for source in sources { CFRunLoopAddSource(loop, source, kCFRunLoopCommonModes) }
     let addAll = seconds(since: start)
