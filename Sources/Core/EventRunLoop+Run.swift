@@ -89,7 +89,7 @@ extension EventRunLoop {
       throw .notOwningThread(
         "\(self) belongs to thread \(threadID); thread \(crl_current_tid()) cannot run it")
     }
-    guard mode != .common else {
+    guard !mode.isCommonModes else {
       throw .invalidArgument("'.common' names a set of modes; run in one of them instead")
     }
     let plan: RunPlan

@@ -113,7 +113,7 @@ final class Poller {
   /// Returns the number of events in `buffer` (0 when interrupted by a signal).
   func wait(into buffer: UnsafeMutableRawPointer, block: Bool) -> Int {
     let events = buffer.assumingMemoryBound(to: epoll_event.self)
-    let count = epoll_wait(epollDescriptor, events, Int32(Self.eventCapacity), block ? -1 : 0)
+    let count = crl_epoll_wait(epollDescriptor, events, Int32(Self.eventCapacity), block ? -1 : 0)
     return count < 0 ? 0 : Int(count)
   }
 

@@ -42,7 +42,7 @@ struct TraceToolStreamingTests {
   }
 
   static func createEmpty(_ path: String) -> String {
-    FileManager.default.createFile(atPath: path, contents: nil)
+    #expect(FileManager.default.createFile(atPath: path, contents: nil), "cannot create \(path)")
     return path
   }
 

@@ -60,6 +60,16 @@ static inline int crl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint6
 }
 static inline size_t crl_epoll_event_size(void) { return sizeof(struct epoll_event); }
 
+/// epoll_wait as the bare system call. glibc's wrapper is a thread-cancellation point: around
+/// the call it switches asynchronous cancellation on and off, about 30 instructions of a
+/// zero-timeout pass's 900. A loop's thread is never cancelled (nothing in the framework or
+/// in Swift calls pthread_cancel), so the bookkeeping buys nothing here. epoll_pwait with no
+/// signal mask is epoll_wait on every architecture (arm64 has only the former). Returns the
+/// number of events, or -1 with errno set.
+static inline int crl_epoll_wait(int epfd, struct epoll_event *events, int max, int timeout) {
+  return (int)syscall(SYS_epoll_pwait, epfd, events, max, timeout, NULL, sizeof(uint64_t));
+}
+
 /// SO_PEERCRED of a connected Unix-domain socket (struct ucred needs _GNU_SOURCE, which
 /// Swift's Glibc module is built without). Returns 0 or -1 with errno set.
 int crl_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
