@@ -145,13 +145,20 @@ struct CauseCaptureTests {
     #expect(effect.dueAt != nil)
   }
 
-  @Test func aSourceSignalledFromAPlainThreadHasNoCauseLoopAndSpanZero() throws {
-    let log = CalloutLog()
-    let source = CustomInputSource(name: "work") {}
-    let b = try startLoopThread(name: "B") { loop in
+  /// Loop "B" on a thread of its own, traced into `log`, with `source` in its default mode.
+  private func startTracedLoop(with source: CustomInputSource, into log: CalloutLog) throws
+    -> RunLoopThread
+  {
+    try startLoopThread(name: "B") { loop in
       loop.addInstrument(log)
       try loop.add(source, mode: .default)
     }
+  }
+
+  @Test func aSourceSignalledFromAPlainThreadHasNoCauseLoopAndSpanZero() throws {
+    let log = CalloutLog()
+    let source = CustomInputSource(name: "work") {}
+    let b = try startTracedLoop(with: source, into: log)
     defer { stopLoopThread(b) }
     let signaller = GuardedState<pid_t>(0)
     onPlainThread {
@@ -191,10 +198,7 @@ struct CauseCaptureTests {
   @Test func aSourceSignalledFromACalloutOnLoopANamesThatCalloutAsItsCause() throws {
     let log = CalloutLog()
     let source = CustomInputSource(name: "work") {}
-    let b = try startLoopThread(name: "B") { loop in
-      loop.addInstrument(log)
-      try loop.add(source, mode: .default)
-    }
+    let b = try startTracedLoop(with: source, into: log)
     defer { stopLoopThread(b) }
     let sender = try causeOfCallout { source.signalAndWakeUp() }
     #expect(eventually { log.records.contains { $0.name == "work" } })
