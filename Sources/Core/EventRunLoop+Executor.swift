@@ -130,29 +130,7 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
     // set under the lock hashes its name for every batch.
     let isCommon = isCommonInPass(mode)
     var slot = 0
-    while true {
-      // The next executor with jobs runnable in `mode`: its whole queue becomes the batch,
-      // swapped with the spare array of the last batch (no allocation).
-      // Bound by the `guard` directly: held in a constant as well, the batch's array would
-      // have a second reference, and emptying it for reuse would copy it.
-      guard
-        var batch = state.withLock({ state -> JobBatch? in
-          while slot < state.jobQueues.count {
-            if state.jobQueues[slot].isRunnable(in: mode, modeIsCommon: isCommon) {
-              var batch = state.jobQueues[slot].spare.take() ?? []
-              swap(&batch, &state.jobQueues[slot].jobs)
-              published.jobCount.wrappingSubtract(batch.count, ordering: .sequentiallyConsistent)
-              let queue = state.jobQueues[slot]
-              return JobBatch(
-                jobs: batch, stamps: state.jobQueues[slot].takeStamps(),
-                serialExecutor: queue.serialExecutor,
-                taskExecutor: queue.taskExecutor, name: queue.name)
-            }
-            slot += 1
-          }
-          return nil
-        })
-      else { return }
+    while var batch = takeJobBatch(from: &slot, mode: mode, isCommon: isCommon) {
       // Through a buffer pointer: iterating the array itself holds a second reference to its
       // storage (so the `removeAll` after copied it) and, unoptimized, reads each element
       // through a heap-allocated accessor frame; either way the path allocated per job.
@@ -167,14 +145,52 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
         }
       }
       batch.jobs.removeAll(keepingCapacity: true)
-      let more = state.withLock { state -> Bool in
-        state.jobQueues[slot].spare = batch.jobs
-        return !state.jobQueues[slot].jobs.isEmpty
+      local.jobSlots[slot].spare = batch.jobs
+      if local.jobSlots[slot].heldJobs {
+        local.jobSlots[slot].heldJobs = false
+        wakeUp()
       }
-      // Jobs queued meanwhile were held (this executor was busy); their wake-up may have
-      // been taken by a nested run, so make sure the loop goes round again.
-      if more { wakeUp() }
+      guard batch.anotherIsRunnable else { return }
       slot += 1
+    }
+  }
+
+  /// Under the lock, once per batch: takes the jobs of the first executor from `slot` on
+  /// whose jobs may run in `mode` now (moving `slot` to it), and looks whether a later one
+  /// has some too, so that the usual pass, with one executor's jobs, takes the lock once.
+  /// Jobs queued after this call wait for the next pass, whose wake-up their producer made.
+  private func takeJobBatch(from slot: inout Int, mode: LoopMode, isCommon: Bool) -> JobBatch? {
+    state.withLock { state -> JobBatch? in
+      var taken: (slot: Int, jobs: [UnownedJob])?
+      for index in slot..<state.jobQueues.count {
+        // Read in place: a copy of the queue retains each of its arrays and its name.
+        guard !state.jobQueues[index].jobs.isEmpty,
+          state.jobQueues[index].matches(mode, modeIsCommon: isCommon)
+        else { continue }
+        while local.jobSlots.count <= index { local.jobSlots.append(JobSlot()) }
+        // A batch of this executor is on the stack (this is a nested run): its jobs wait.
+        guard local.jobSlots[index].spare != nil else {
+          local.jobSlots[index].heldJobs = true
+          continue
+        }
+        if let first = taken.take() { return batch(first, anotherIsRunnable: true) }
+        // Moved, never copied: a second reference to either array would make the next append
+        // to the queue, or the emptying of the batch, copy it.
+        var jobs = local.jobSlots[index].spare.take()!
+        swap(&jobs, &state.jobQueues[index].jobs)
+        taken = (index, jobs)
+      }
+      return taken.take().map { batch($0, anotherIsRunnable: false) }
+
+      func batch(_ taken: (slot: Int, jobs: [UnownedJob]), anotherIsRunnable: Bool) -> JobBatch {
+        slot = taken.slot
+        published.jobCount.wrappingSubtract(taken.jobs.count, ordering: .sequentiallyConsistent)
+        return JobBatch(
+          jobs: taken.jobs, stamps: state.jobQueues[taken.slot].takeStamps(),
+          serialExecutor: state.jobQueues[taken.slot].serialExecutor,
+          taskExecutor: state.jobQueues[taken.slot].taskExecutor,
+          name: state.jobQueues[taken.slot].name, anotherIsRunnable: anotherIsRunnable)
+      }
     }
   }
 
@@ -205,6 +221,8 @@ struct JobBatch {
   let serialExecutor: UnownedSerialExecutor
   let taskExecutor: UnownedTaskExecutor
   let name: String
+  /// Whether, when it was taken, a later executor had jobs to run in the same mode too.
+  let anotherIsRunnable: Bool
 }
 
 extension JobBatch {

@@ -3,9 +3,9 @@
 ///
 /// Allocation-free once warm, in the manner of swift-nio's enqueue path: an `UnownedJob` is
 /// one word, appended to an array that keeps its capacity. The loop takes a batch by swapping
-/// `jobs` with `spare` (an emptied array with capacity), runs it off the lock, empties it and
-/// hands it back as the next `spare`. So neither side allocates after the arrays have grown to
-/// the largest batch seen.
+/// `jobs` with the executor's spare array (an emptied array with capacity, kept on the loop's
+/// thread in ``JobSlot``), runs it off the lock, empties it and keeps it as the next spare.
+/// So neither side allocates after the arrays have grown to the largest batch seen.
 struct JobQueue {
   /// Guarded by the loop's lock: jobs not yet taken.
   var jobs: [UnownedJob] = []
@@ -13,9 +13,6 @@ struct JobQueue {
   /// for jobs queued while some instrument wants call-outs; shorter than `jobs` (usually
   /// empty, allocating nothing) when some were queued untraced.
   var stamps: [JobStamp?] = []
-  /// Guarded by the loop's lock: the emptied array of the last batch, `nil` while a batch is
-  /// being run (the loop thread holds it).
-  var spare: [UnownedJob]? = []
   /// The modes whose runs may run these jobs (``LoopMode/common``: the common modes).
   let modes: [LoopMode]
   let commonModesOnly: Bool
@@ -55,13 +52,6 @@ struct JobQueue {
     return stamps
   }
 
-  /// Whether a run in `mode` may run these jobs now: the mode is one of the executor's, and
-  /// no job of this executor is on the loop thread's stack (a batch is out, `spare` is nil).
-  func isRunnable(in mode: LoopMode, modeIsCommon: Bool) -> Bool {
-    guard !jobs.isEmpty, spare != nil else { return false }
-    return matches(mode, modeIsCommon: modeIsCommon)
-  }
-
   func matches(_ mode: LoopMode, modeIsCommon: Bool) -> Bool {
     if commonModesOnly { return modeIsCommon }
     return modes.contains(mode) || (modeIsCommon && modes.contains(.common))
@@ -81,4 +71,17 @@ struct JobStamp {
     guard let cause = CalloutCause.captureIfTracing() else { return nil }
     return JobStamp(queuedAt: LoopClock.now(), cause: cause)
   }
+}
+
+/// What the loop's thread keeps for one executor's queue (same index as
+/// `LoopState.jobQueues`): only that thread takes and runs batches, so none of this needs
+/// the loop's lock.
+struct JobSlot {
+  /// The emptied array of the last batch, `nil` while a batch of this executor is being run
+  /// (its jobs are on the loop thread's stack, and a nested run must not start another).
+  var spare: [UnownedJob]? = []
+  /// A run nested in that batch found jobs of this executor and had to leave them: when the
+  /// batch ends, the loop wakes itself for them, since the nested run may have taken the
+  /// wake-up their producer made.
+  var heldJobs = false
 }

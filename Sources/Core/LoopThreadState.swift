@@ -31,6 +31,8 @@ struct LoopThreadState {
   /// How many main-queue drains are in progress (a nested run inside one does not serve
   /// the main queue).
   var mainQueueDrains = 0
+  /// Per executor's job queue: its spare array and whether a nested run held its jobs.
+  var jobSlots: [JobSlot] = []
   /// Emptied lists for step 4's signalled sources, one taken per step 4 in progress.
   var signalledSourceLists: [[SignalledSource]] = []
   /// The state of the loop's sources (``PublishedState/structure``) and the mode in which
