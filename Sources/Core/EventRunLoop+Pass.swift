@@ -17,7 +17,7 @@ extension EventRunLoop {
         local.ignoringWakeUps = false
         if wakeState.passBegins() { wakeForWhatADroppedWakeUpAnnounced(mode: mode) }
       }
-      restoreHeldWatches(mode: mode)
+      if self[passIn: mode].hasHeldWatches { restoreHeldWatches(mode: mode) }
       if local.mainQueueDrains > 0 { holdMainQueueWatchWhileDraining() }
 
       // Step 2: notify observers that ready timers are about to fire.
@@ -52,9 +52,12 @@ extension EventRunLoop {
         if mayBlock { notify(.afterWaiting) }
       }
 
-      // Step 9: process what woke the loop, then go back to step 2 unless the run is over.
+      // Step 9: process what woke the loop, then go back to step 2 unless the run is over. A
+      // pass that took no event and has no deadline source to look at has nothing to process.
       let skipPorts = sourceHandled && plan.returnAfterSourceHandled
-      if handleEvents(eventCount, in: buffer, mode: mode, plan: plan, skipPorts: skipPorts) {
+      if eventCount > 0 || !self[passIn: mode].deadlineSources.isEmpty,
+        handleEvents(eventCount, in: buffer, mode: mode, plan: plan, skipPorts: skipPorts)
+      {
         sourceHandled = true
       }
       runPerformRequests(mode: mode)
@@ -74,12 +77,20 @@ extension EventRunLoop {
     }
   }
 
-  /// Why the run should end now, in CFRunLoop's order of checks, or `nil` to go on.
+  /// Why the run should end now, in CFRunLoop's order of checks, or `nil` to go on. The
+  /// first two need nothing but the plan; the others, which read the clock and the loop's
+  /// state, are in a function of their own, so that a zero-timeout run's pass does not pay
+  /// for setting them up.
   private func exitReason(mode: LoopMode, plan: RunPlan, sourceHandled: Bool)
     -> RunResult?
   {
     if sourceHandled && plan.returnAfterSourceHandled { return .handledSource }
     if plan.neverBlocks { return .timedOut }
+    return exitReasonAfterTheSleep(mode: mode, plan: plan)
+  }
+
+  /// The rest of ``exitReason(mode:plan:sourceHandled:)``'s checks.
+  private func exitReasonAfterTheSleep(mode: LoopMode, plan: RunPlan) -> RunResult? {
     if let deadline = plan.deadline, LoopClock.now() >= deadline { return .timedOut }
     if runs.takeStopRequest() { return .stopped }
     if modeIsEmpty(mode) { return .finished }
@@ -92,17 +103,11 @@ extension EventRunLoop {
     wakeState.startIgnoring()
   }
 
-  /// Puts the held watches of `mode` back into the `epoll` set. Takes the lock only when
-  /// some watch is held.
+  /// Puts the held watches of `mode` back into the `epoll` set (a pass calls it only when
+  /// its snapshot says some watch is held: the check is in the caller, so that the usual
+  /// pass pays a load and a branch for it, not a call).
   private func restoreHeldWatches(mode: LoopMode) {
-    guard self[passIn: mode].hasHeldWatches else { return }
-    restoreHeldWatches(mode: mode, isCommon: self[passIn: mode].isCommon)
-  }
-
-  // Out of line: the slow path of a check made every pass (see Docs/Performance.md, "What
-  // the annotations buy").
-  @inline(never)
-  private func restoreHeldWatches(mode: LoopMode, isCommon: Bool) {
+    let isCommon = self[passIn: mode].isCommon
     let draining = local.mainQueueDrains > 0
     state.withLock { state in
       for token in state.heldTokens {
@@ -238,7 +243,8 @@ extension EventRunLoop {
         }
       }
     }
-    fireDueDeadlines(mode: mode)
+    // The check in the caller, as for held watches: most loops have no deadline sources.
+    if !self[passIn: mode].deadlineSources.isEmpty { fireDueDeadlines(mode: mode) }
     if let chosen, local.runsStarted == runsBefore {
       local.lastChosenWatchToken = chosen.watch.token
       callOut(chosen.watch, mask: chosen.mask)
@@ -284,7 +290,6 @@ extension EventRunLoop {
   /// Tells each deadline source to fire what is due in `mode`. The sources decide what is
   /// due (a timer with tolerance may fire early in its window when the loop is awake anyway).
   private func fireDueDeadlines(mode: LoopMode) {
-    guard !self[passIn: mode].deadlineSources.isEmpty else { return }
     let now = LoopClock.now()
     let isCommon = self[passIn: mode].isCommon
     for source in self[passIn: mode].deadlineSources {

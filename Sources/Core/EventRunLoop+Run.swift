@@ -133,8 +133,10 @@ extension EventRunLoop {
     assertOnLoopThread()
     if isMain { installMainQueueWatchIfNeeded() }
     let depth = beginRun(mode: mode)
-    // An empty mode returns before any observer hears anything, as CFRunLoop does.
-    if modeIsEmpty(mode) {
+    // An empty mode returns before any observer hears anything, as CFRunLoop does. A mode
+    // with sources or watches is not empty: that, the usual case, is told here without a call.
+    let hasSourcesOrWatches = self[passIn: mode].hasSources || self[passIn: mode].hasWatches
+    if !hasSourcesOrWatches, modeIsEmpty(mode) {
       endRun(depth: depth)
       return .finished
     }

@@ -100,7 +100,11 @@ final class Poller {
 
   /// The event buffer of the run at `depth` (1 for the outermost).
   func buffer(depth: Int) -> UnsafeMutableRawPointer {
-    guard depth > 1 else { return outermostBuffer }
+    depth > 1 ? nestedBuffer(depth: depth) : outermostBuffer
+  }
+
+  /// The event buffer of a nested run, made on first use at that depth.
+  private func nestedBuffer(depth: Int) -> UnsafeMutableRawPointer {
     while nestedBuffers.count < depth - 1 { nestedBuffers.append(Self.makeBuffer()) }
     return nestedBuffers[depth - 2]
   }
