@@ -48,9 +48,12 @@ uint64_t crl_next_span(void) {
   return span != 0 ? span : crl_next_span();
 }
 
+uint64_t crl_fork_generation_value;
+
 // A forked child is another process: new thread id, new spans (the parent's blocks must
-// not be handed out twice), no call-out in progress.
+// not be handed out twice), no call-out in progress, one more fork generation.
 static void crl_reset_in_child(void) {
+  __atomic_add_fetch(&crl_fork_generation_value, 1, __ATOMIC_RELAXED);
   crl_tid_cache = 0;
   crl_seed_spans();
   crl_span_next = crl_span_end = 0;

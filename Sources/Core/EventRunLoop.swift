@@ -71,8 +71,10 @@ public final class EventRunLoop: @unchecked Sendable {
   @exclusivity(unchecked) var local = LoopThreadState()
   // The owning thread's pthread handle, for `isCurrent` (not for the main loop, which any
   // thread may create). glibc reuses a handle once its thread is gone, so `ownerExited`
-  // goes with it.
+  // goes with it, and so does the fork generation the loop was made in: in a forked child
+  // the parent's other threads are gone without exiting.
   private let owner: pthread_t
+  private let forkGeneration: UInt64
   // Set first thing as the owning thread exits, before its handle can be reused.
   private let ownerExited = Atomic<Bool>(false)
 
@@ -83,6 +85,7 @@ public final class EventRunLoop: @unchecked Sendable {
     self.threadID = threadID
     self.isMain = isMain
     self.owner = isMain ? 0 : pthread_self()
+    self.forkGeneration = crl_fork_generation()
     let published = PublishedState()
     self.published = published
     let runs = ActiveRuns()
@@ -143,7 +146,12 @@ public final class EventRunLoop: @unchecked Sendable {
     // Every perform, job and run asks: `pthread_self()` is a register read, where reading the
     // thread's loop slot (`pthread_getspecific` behind a lazily made key) cost about 40
     // instructions of a zero-timeout run's 900.
-    return pthread_self() == owner && !ownerExited.load(ordering: .acquiring)
+    guard pthread_self() == owner, !ownerExited.load(ordering: .acquiring) else { return false }
+    // In a forked child, glibc hands the stacks, and so the handles, of the parent's other
+    // threads to new threads: there only the thread's loop slot can tell. (The forking
+    // thread's slot came along, so its own loop stays current.)
+    return crl_fork_generation() == forkGeneration
+      || pthread_getspecific(currentLoopKey) == Unmanaged.passUnretained(self).toOpaque()
   }
 
   /// The mode of the innermost active run, or `nil` when the loop is not running.

@@ -13,6 +13,10 @@ func runCoreHelper(_ arguments: [String]) -> Never {
     nestedMainQueueScenario()
   case "core-main-queue-nested-run":
     mainQueueNestedRunScenario()
+  case "core-fork-current":
+    forkedChildKeepsTheForkingThreadsLoop()
+  case "core-exited-owner":
+    exitedOwnersHandleOnANewThread()
   default:
     print("unknown core subcommand \(arguments)")
     exit(2)
@@ -92,5 +96,92 @@ private func mainQueueNestedRunScenario() -> Never {
     _ = try? loop.run(mode: .default, timeout: .milliseconds(50))
   }
   print("order:\(seen.withLock { $0.joined(separator: ",") })")
+  exit(0)
+}
+
+/// `core-fork-current`: a worker thread forks. In the child, the worker's loop is still
+/// current on the worker's thread (the one thread the child has), and a loop of another of
+/// the parent's threads is current nowhere. Prints `parent:` and `child:` lines.
+private func forkedChildKeepsTheForkingThreadsLoop() -> Never {
+  let other = RunLoopThread(name: "other") { thread in
+    try thread.runLoop.add(CustomInputSource(name: "keep") {}, mode: .default)
+    _ = try thread.runLoop.run(mode: .default, timeout: .seconds(30))
+  }
+  let result = GuardedState<String>("")
+  let worker = RunLoopThread(name: "forker") { thread in
+    let own = thread.runLoop
+    let otherLoop = other.runLoop
+    let before = "own=\(own.isCurrent) other=\(otherLoop.isCurrent)"
+    let child = fork()
+    if child == 0 {
+      // Nothing here that could wait for a lock another thread of the parent held.
+      let line = "child: own=\(own.isCurrent) other=\(otherLoop.isCurrent)\n"
+      _ = line.withCString { write(1, $0, strlen($0)) }
+      _exit(0)
+    }
+    var status: Int32 = 0
+    _ = waitpid(child, &status, 0)
+    result.withLock { $0 = "parent: \(before) childExit=\(status)" }
+  }
+  do {
+    try other.start()
+    try worker.start()
+    try worker.join()
+  } catch {
+    print("error: \(error)")
+    exit(1)
+  }
+  other.runLoop.stop()
+  print(result.withLock { $0 })
+  exit(0)
+}
+
+/// `core-exited-owner`: a plain thread makes its loop and exits; then new plain threads, one
+/// at a time, ask whether that loop is current. glibc gives a new thread the stack, and so
+/// the handle, of a thread that was joined, so most of them have the exited owner's handle.
+/// Prints `reused=N current=M` for 10 threads.
+private func exitedOwnersHandleOnANewThread() -> Never {
+  final class Box: @unchecked Sendable {
+    var loop: EventRunLoop?
+    var owner = pthread_t()
+    var reused = 0
+    var current = 0
+  }
+  let box = Box()
+  func onPlainThread(_ body: @escaping (Box) -> Void) {
+    final class Job {
+      let box: Box
+      let body: (Box) -> Void
+      init(_ box: Box, _ body: @escaping (Box) -> Void) {
+        self.box = box
+        self.body = body
+      }
+    }
+    var thread = pthread_t()
+    let job = Unmanaged.passRetained(Job(box, body)).toOpaque()
+    let created = pthread_create(
+      &thread, nil,
+      { raw in
+        let job = Unmanaged<Job>.fromOpaque(raw!).takeRetainedValue()
+        job.body(job.box)
+        return nil
+      }, job)
+    guard created == 0 else {
+      print("error: pthread_create \(created)")
+      exit(1)
+    }
+    pthread_join(thread, nil)
+  }
+  onPlainThread { box in
+    box.loop = EventRunLoop.current
+    box.owner = pthread_self()
+  }
+  for _ in 0..<10 {
+    onPlainThread { box in
+      if pthread_self() == box.owner { box.reused += 1 }
+      if box.loop!.isCurrent { box.current += 1 }
+    }
+  }
+  print("reused=\(box.reused) current=\(box.current)")
   exit(0)
 }

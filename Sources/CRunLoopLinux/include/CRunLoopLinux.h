@@ -25,6 +25,15 @@
 /// The kernel thread id of the calling thread, cached per thread (reset in a forked child).
 pid_t crl_current_tid(void);
 
+/// How many forks stand between the process that started the program and this one (0 in
+/// that process): incremented in each forked child.
+extern uint64_t crl_fork_generation_value;
+
+/// The fork generation (see above), read without a call: every `isCurrent` asks for it.
+static inline uint64_t crl_fork_generation(void) {
+  return __atomic_load_n(&crl_fork_generation_value, __ATOMIC_RELAXED);
+}
+
 /// What the calling thread is doing for the cause-and-effect trace: the span of the call-out
 /// it runs (0: none), that call-out's loop (0: none), and the trace id the call-out's cause
 /// came with (both 0: none). One per thread; written only while some instrument traces
