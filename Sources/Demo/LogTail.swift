@@ -10,16 +10,12 @@ import RunLoopObservers
 /// ``TraceLogReader/maximumLineBytes`` is skipped without being kept. The file is read a
 /// chunk at a time, so memory stays bounded however much the log grew between two calls.
 struct LogTail {
-  /// A bad line's number, from the start of the log, and why it is not a record.
-  struct BadLine {
-    var line: Int
-    var reason: String
-  }
+  typealias BadLine = TraceLogReader.BadLine
 
   let path: String
   /// Lines skipped because they were not records.
   private(set) var badLines = 0
-  /// The first of them.
+  /// The first of them (its number counted from the start of the log).
   private(set) var firstBadLine: BadLine?
   private var offset = 0
   private var partial: [UInt8] = []
@@ -91,7 +87,7 @@ struct LogTail {
       badLines += reader.badLines
       noteBad(BadLine(line: lines + first.line, reason: first.reason), count: 0)
     }
-    lines += partial[...lastNewline].reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+    lines += reader.linesRead
     partial.removeSubrange(...lastNewline)
   }
 
@@ -103,9 +99,6 @@ struct LogTail {
   /// A note for people about the lines skipped, or `nil` when there were none.
   var badLineNote: String? {
     guard badLines > 0, let first = firstBadLine else { return nil }
-    let place = "line \(first.line): \(first.reason)"
-    return badLines == 1
-      ? "skipped 1 line that is not a trace record (\(place))"
-      : "skipped \(badLines) lines that are not trace records (the first, \(place))"
+    return TraceLogReader.summary(ofBadLines: badLines, first: first)
   }
 }

@@ -7,8 +7,8 @@ import RunLoopObservers
 /// thread per loop), so the summary can say how many journald records each loop lost. The
 /// sinks are made on a loop's first record; every entry carries the same identifier.
 ///
-/// A loop whose sink could not be made loses its records to journald: they are counted
-/// (``droppedOrFailed``, ``drops(ofLoop:)``) and the first error is kept (``sinkError``),
+/// A loop whose sink could not be made loses its records to journald: they are counted per
+/// loop (``drops(ofLoop:)``) and in total with the first error (``sinkFailure``),
 /// so the summary says so instead of reporting a journal that got everything.
 final class PerLoopJournal: TraceSink, Sendable {
   /// Makes one loop's sink.
@@ -98,13 +98,11 @@ final class PerLoopJournal: TraceSink, Sendable {
     sinks.withLock { Array($0.byLoop.values) }.reduce(0) { $0 + $1.statistics.unsent }
   }
 
-  /// Entries that journald did not get: dropped (the queue full or over the rate limit),
-  /// failed (refused, or no journal answered), or of a loop whose sink could not be made.
+  /// Entries that loops' sinks did not get to journald: dropped (the queue full or over the
+  /// rate limit) or failed (refused, or no journal answered). The entries of a loop whose
+  /// sink could not be made are not among them: ``sinkFailure`` counts those.
   var droppedOrFailed: UInt64 {
-    let (all, lost) = sinks.withLock { state in
-      (Array(state.byLoop.values), state.lostWithoutSink.values.reduce(0, +))
-    }
-    return all.reduce(lost) {
+    sinks.withLock { Array($0.byLoop.values) }.reduce(0) {
       let statistics = $1.statistics
       return $0 + statistics.dropped + statistics.failed
     }

@@ -59,6 +59,11 @@ struct TopCommand: ParsableCommand {
         board, file: file, frame: frame, now: Self.bootNow(), window: window,
         badLines: tail.badLines)
       if once {
+        // A file of bad lines only is not a log with nothing in it yet: as the trace tools
+        // do, say so and fail.
+        if board.records == 0, let note = tail.badLineNote {
+          throw DemoError("'\(file)' is not a runloop JSON log: \(note)")
+        }
         StandardStreams.write(1, table)
         if let note = tail.badLineNote { StandardStreams.error("runloop-demo: '\(file)': \(note)") }
         return

@@ -20,5 +20,15 @@ extension TraceLogReader {
     /// let reason = bad.reason
     /// ```
     public var reason: String
+
+    /// A bad line: its number and why it is not a record.
+    ///
+    /// ```swift
+    /// let bad = TraceLogReader.BadLine(line: 4, reason: "not JSON")
+    /// ```
+    package init(line: Int, reason: String) {
+      self.line = line
+      self.reason = reason
+    }
   }
 }

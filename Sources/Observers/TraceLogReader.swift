@@ -139,14 +139,30 @@ public final class TraceLogReader {
   /// ```
   public var badLineSummary: String? {
     guard badLines > 0, let first = firstBadLine else { return nil }
-    var text =
-      badLines == 1
-      ? "skipped 1 line that is not a trace record (line \(first.line): \(first.reason))"
-      : "skipped \(badLines) lines that are not trace records (the first, line "
-        + "\(first.line): \(first.reason))"
+    var text = Self.summary(ofBadLines: badLines, first: first)
     if endsWithCutOffLine, first.line != lineNumber { text += "; the last line is cut off" }
     return text
   }
+
+  /// The words for `count` skipped lines, the first of them `first`: one text wherever
+  /// lines are skipped (this reader, and readers of a growing log that count across reads).
+  ///
+  /// ```swift
+  /// TraceLogReader.summary(ofBadLines: 1, first: .init(line: 4, reason: "not JSON"))
+  /// ```
+  package static func summary(ofBadLines count: Int, first: BadLine) -> String {
+    let place = "line \(first.line): \(first.reason)"
+    return count == 1
+      ? "skipped 1 line that is not a trace record (\(place))"
+      : "skipped \(count) lines that are not trace records (the first, \(place))"
+  }
+
+  /// How many lines were read so far (a line cut off at the end included).
+  ///
+  /// ```swift
+  /// let lines = reader.linesRead
+  /// ```
+  package var linesRead: Int { lineNumber }
 
   /// The bytes of the next line (without its newline) and whether it ended with one.
   private func nextLine() throws(RunLoopError) -> (Range<Int>, Bool)? {
