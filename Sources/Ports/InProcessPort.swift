@@ -340,7 +340,9 @@ public final class InProcessPort: @unchecked Sendable {
   /// and signal of the loop (the soak test saw a signal wait more than 10 s).
   private func deliverQueued() {
     var tookQueue = false
-    var loop: EventRunLoop?
+    // The loop each message is a call-out of: read with the queue when this call takes it,
+    // and on its own when a nested run continues from messages an outer call took.
+    var loop: EventRunLoop? = taken.isEmpty ? nil : state.withLock { $0.owner }
     while true {
       if taken.isEmpty {
         guard !tookQueue else { return }
@@ -365,6 +367,7 @@ public final class InProcessPort: @unchecked Sendable {
         return
       }
       let message = taken.removeFirst()
+      // Not reached without a loop: only a port added to one (its owner) is woken to deliver.
       guard let loop else {
         handler(message)
         continue

@@ -2,6 +2,7 @@ import CRunLoopLinux
 import Glibc
 import RunLoopCore
 import RunLoopPorts
+import RunLoopTestSupport
 import Testing
 
 /// Keeps the call-out records a loop reports.
@@ -46,5 +47,31 @@ struct InProcessPortCauseTests {
     try finish(sender)
     try finish(receiver)
     port.invalidate()
+  }
+
+  // A handler that runs the loop nested hands the rest of its batch to the nested run, which
+  // delivers it: those messages are call-outs of the loop too, each with its record.
+  @Test func messagesANestedRunDeliversFromTheOuterBatchAreCalloutsToo() throws {
+    let delivered = try onNewThread("nested") { loop -> Int in
+      let log = Callouts()
+      loop.addInstrument(log)
+      defer { loop.removeInstrument(log) }
+      let portBox = GuardedState<InProcessPort?>(nil)
+      let port = try InProcessPort(name: "inbox") { message in
+        guard message.msgid == 1, let port = portBox.withLock({ $0 }) else { return }
+        // A new message makes the port ready again, so the nested run calls it.
+        try? port.send(msgid: 4, before: .now + .seconds(5))
+        _ = try? loop.run(mode: .default, timeout: .zero)
+      }
+      portBox.withLock { $0 = port }
+      defer { port.invalidate() }
+      try port.add(to: loop, mode: .default)
+      for msgid: UInt32 in 1...3 { try port.send(msgid: msgid, before: .now + .seconds(5)) }
+      try loop.run(mode: .default, timeout: .zero)
+      portBox.withLock { $0 = nil }
+      return log.records.filter { $0.kind == .port && $0.name == "inbox" }.count
+    }
+    // 1 from the outer call, then 2 and 3 (left from its batch) and 4 from the nested one.
+    #expect(delivered == 4)
   }
 }
