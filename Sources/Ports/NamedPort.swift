@@ -49,9 +49,10 @@ public final class NamedPort: Sendable {
   /// ```
   public let trustedUIDs: Set<uid_t>
   /// The frame version sent: 2 (with the sending call-out's trace context) by default, or 1
-  /// to talk to a server older than trace contexts, which refuses version 2 (the call throws
-  /// ``RunLoopCore/RunLoopError/Code/unsupportedFrameVersion``). A server answers in the
-  /// version it was asked in.
+  /// to talk to a server older than trace contexts, which refuses version 2: a `request`
+  /// throws ``RunLoopCore/RunLoopError/Code/unsupportedFrameVersion``, while a one-way
+  /// `send` returns before the refusal arrives, so that message is lost and the port's next
+  /// call throws it. A server answers in the version it was asked in.
   ///
   /// ```swift
   /// let legacy = try NamedPort(name: "com.example.old", frameVersion: 1)

@@ -2,10 +2,12 @@
 /// ``NamedPortServer/requests(name:registry:on:mode:capacity:maxMessageSize:allowedUIDs:)``):
 /// a request, whose client waits for ``reply(_:)``, or a one-way message, which needs none.
 ///
-/// A request is answered exactly once: by ``reply(_:)`` (from any thread or task), or, if the
-/// value is released without a reply (dropped by the consumer, or left in the sequence's
-/// buffer), by a failure frame, so its client never hangs: its `request` throws a
-/// ``RunLoopCore/RunLoopError`` with code `requestDropped`. Only the first answer counts.
+/// A request is answered exactly once: by ``reply(_:)`` (from any thread or task), or by a
+/// failure frame, so its client never hangs: a request the consumer took and released
+/// without a reply fails with code `requestDropped`, and one still waiting when the
+/// consumer ended (in its hands or in the sequence's buffer) with code `serverStopped`
+/// (both ``RunLoopCore/RunLoopError`` codes of the client's `request`). Only the first
+/// answer counts.
 ///
 /// ```swift
 /// for await request in requests {

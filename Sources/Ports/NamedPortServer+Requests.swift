@@ -23,6 +23,8 @@ extension NamedPortServer {
   /// buffer, gets a `serverStopped` failure
   /// (``NamedPortStatistics/requestsAnsweredAtStop``), then the server is invalidated (its
   /// name unregistered, its connections closed; a later connect finds `nameNotFound`).
+  /// The other way round, invalidating the server ends the sequence once its connections
+  /// are closed: the consumer's loop gets the messages still buffered, then ends.
   ///
   /// ```swift
   /// let (server, requests) = try NamedPortServer.requests(name: "com.example.svc", on: worker)
@@ -66,6 +68,9 @@ extension NamedPortServer {
             return
           }
           book.receive(message, route: route, into: feed)
+        } closed: {
+          // Invalidated directly: the consumer's `for await` ends instead of waiting for ever.
+          feed.finish()
         }
         return book
       },

@@ -438,15 +438,17 @@ public final class NamedPortServer: @unchecked Sendable {
 
   private func closeEverything() {
     listener.invalidate()
-    let (connections, owner) = state.withLock { state -> ([_ServerConnection], EventRunLoop?) in
+    let (connections, owner, closed) = state.withLock { state in
       defer {
         state.connections.removeAll()
         state.statistics.bufferedBytes = 0
+        state.closedHandler = nil
       }
-      return (Array(state.connections.values), state.owner)
+      return (Array(state.connections.values), state.owner, state.closedHandler)
     }
     owner?.removeDeadlineSource(sweeper)
     for connection in connections { connection.source.invalidate() }
+    closed?()
   }
 
   // MARK: Loop thread
@@ -694,10 +696,15 @@ public final class NamedPortServer: @unchecked Sendable {
 
   /// Hands every message to `handler` (on the loop's thread) instead of the initializer's
   /// handler; a request comes with its route, answered later through `answer(_:with:)`.
+  /// `closed` runs once the server has closed its connections, however it was invalidated.
   func deferReplies(
-    to handler: @escaping @Sendable (NamedPortServer, NamedPortMessage, _DeferredReply?) -> Void
+    to handler: @escaping @Sendable (NamedPortServer, NamedPortMessage, _DeferredReply?) -> Void,
+    closed: @escaping @Sendable () -> Void
   ) {
-    state.withLock { $0.deferredHandler = handler }
+    state.withLock {
+      $0.deferredHandler = handler
+      $0.closedHandler = closed
+    }
   }
 
   /// Sends a deferred request's answer, from any thread: on the owning loop's thread, at
@@ -796,6 +803,8 @@ struct _ServerState {
   var connections: [Int32: _ServerConnection] = [:]
   var statistics = NamedPortStatistics()
   var deferredHandler: (@Sendable (NamedPortServer, NamedPortMessage, _DeferredReply?) -> Void)?
+  // Told once the connections are closed (a requests sequence ends there).
+  var closedHandler: (@Sendable () -> Void)?
 }
 
 /// One client connection of a server. Loop thread only, except `source`, which is set

@@ -17,7 +17,9 @@ public struct NamedPortStatistics: Sendable, Hashable {
   /// if server.statistics.peersRefused > 0 { print("someone else knocked") }
   /// ```
   public var peersRefused = 0
-  /// Messages (one-way and requests) handed to the handler.
+  /// Messages (one-way and requests) handed to the handler; for a server serving a
+  /// requests sequence, offered to the sequence, including those it refused
+  /// (``requestsRefusedBusy``, ``messagesDroppedBusy``).
   ///
   /// ```swift
   /// print(server.statistics.messagesHandled)

@@ -63,6 +63,27 @@ struct NamedPortRequestsTests {
     }
   }
 
+  // The other way round from cancelling the consumer: the server invalidated by its owner
+  // ends the sequence, after the messages already in its buffer.
+  @Test func invalidatingTheServerEndsTheSequenceAfterWhatItBuffered() async throws {
+    let temporary = try TemporaryRegistry()
+    let worker = try startLoopThread(name: "requests-invalidate")
+    defer { stopLoopThread(worker) }
+    let (server, requests) = try NamedPortServer.requests(
+      name: "closing", registry: temporary.registry, on: worker.runLoop)
+    try await onLoop(worker.runLoop) {
+      let port = try NamedPort(name: "closing", registry: temporary.registry)
+      for id in 1...3 { try port.send(msgid: Int32(id), data: [UInt8(id)]) }
+      var seen: [Int32] = []
+      for await request in requests {
+        seen.append(request.message.msgid)
+        if seen.count == 3 { server.invalidate() }
+      }
+      #expect(seen == [1, 2, 3])
+    }
+    #expect(!server.isValid)
+  }
+
   @Test func repliesSentOutOfOrderFromOtherThreadsReachTheRightClients() async throws {
     let temporary = try TemporaryRegistry()
     let worker = try startLoopThread(name: "requests-routing")
