@@ -161,30 +161,35 @@ struct TraceCommand: ParsableCommand {
     }
 
     func run() throws {
-      // Each log opens before anything is written, so a missing one is named as such.
-      for file in files { _ = try TraceCommand.reader(at: file) }
-      let result: (events: Int, flows: Int, logs: [TraceLogReader])
+      // Each log opens, once, before anything is written, so a missing one is named as such
+      // (and a pipe is read by the one reader it has).
+      let logs = try files.map { try TraceCommand.reader(at: $0) }
+      let result: (events: Int, flows: Int, causesNotFound: Int)
       do {
-        result = try ChromeTrace.write(fromLogsAt: files, toFileAt: chrome)
+        result = try ChromeTrace.write(from: logs, toFileAt: chrome)
       } catch {
-        let failedLog = files.first {
-          error.message.hasPrefix("read(\($0))") || error.message.hasPrefix("open(\($0))")
-        }
+        let failedLog = files.first { error.message.hasPrefix("read(\($0))") }
         let failedCall = failedLog.map { "read '\($0)'" } ?? "write '\(chrome)'"
         throw DemoError("cannot \(failedCall): \(TraceCommand.reason(error))")
       }
       do {
-        for reader in result.logs { try TraceCommand.finish(reader) }
+        for reader in logs { try TraceCommand.finish(reader) }
       } catch {
         unlink(chrome)
         throw error
       }
-      let records = result.logs.reduce(0) { $0 + $1.records }
-      let logs = files.count == 1 ? "" : " from \(files.count) logs"
+      if result.causesNotFound > 0 {
+        StandardStreams.error(
+          "runloop-demo: \(result.causesNotFound) call-out(s) name a cause not found in "
+            + (files.count == 1 ? "this log" : "these logs")
+            + " (or more than 65,536 call-outs away): no arrow drawn for them")
+      }
+      let records = logs.reduce(0) { $0 + $1.records }
+      let from = files.count == 1 ? "" : " from \(files.count) logs"
       let arrows =
         result.flows == 0 ? "" : ", \(result.flows) cause arrow\(result.flows == 1 ? "" : "s")"
       StandardStreams.out(
-        "wrote \(chrome): \(records) records\(logs) as \(result.events) Chrome trace events"
+        "wrote \(chrome): \(records) records\(from) as \(result.events) Chrome trace events"
           + arrows)
     }
   }

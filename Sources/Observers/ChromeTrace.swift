@@ -40,9 +40,10 @@ public enum ChromeTrace {
   }
 
   /// Writes the Chrome Trace Event JSON document of the trace `reader` reads to the file at
-  /// `path`, one event at a time: memory stays small whatever the trace's size (only the
-  /// threads' names and their open runs are kept). Bad lines are skipped (the reader
-  /// counts them). Returns how many events it wrote.
+  /// `path`, one event at a time: memory stays bounded whatever the trace's size (the
+  /// threads' names, their open runs, and for the flow arrows at most 65,536 call-outs and
+  /// as many effects waiting for their cause). Bad lines are skipped (the reader counts
+  /// them). Returns how many events it wrote.
   ///
   /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when reading the trace or
   ///   writing the file fails, with that call's `errno`.
@@ -55,9 +56,9 @@ public enum ChromeTrace {
   public static func write(from reader: TraceLogReader, toFileAt path: String)
     throws(RunLoopError) -> Int
   {
-    try writeDocument(toFileAt: path) { emit throws(RunLoopError) in
+    try writeDocument(toFileAt: path) { emit, failed throws(RunLoopError) in
       var converter = _ChromeEventConverter()
-      while let record = try reader.next() {
+      while !failed(), let record = try reader.next() {
         converter.add(record, emit)
       }
       converter.finish(emit)
@@ -68,43 +69,52 @@ public enum ChromeTrace {
   /// (a server's and its clients'), to the file at `path`: each process is its own track
   /// (named after its pid and its log), and flow arrows join each call-out that has a cause
   /// to the call-out that caused it, in whichever log that is (matched by `cause_span` and
-  /// `cause_pid`, with the same bounded memory as for one log). The logs are read once each,
-  /// in order, streaming, so a log can be a pipe. Bad lines are skipped and counted by each
-  /// log's reader.
+  /// `cause_pid`). The logs are read once each, in order, streaming, so a log can be a pipe.
+  /// Bad lines are skipped and counted by each log's reader. Memory stays bounded: an arrow
+  /// is drawn when its cause is among the last 65,536 call-outs read, or comes within the
+  /// next 65,536 effects still waiting; the call-outs whose cause was not found either way
+  /// (in none of these logs, or too far away) are counted, not drawn.
   ///
-  /// - Returns: how many events it wrote, how many of them are flow arrows, and the reader
-  ///   of each log (in the order of `paths`), for their counts of records and bad lines.
-  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when opening or reading a
-  ///   log, or writing the file, fails, with that call's `errno` (the message names the
-  ///   file).
+  /// - Returns: how many events it wrote, how many flow arrows among them, and how many
+  ///   call-outs named a cause it did not find.
+  /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when reading a log or
+  ///   writing the file fails, with that call's `errno` (the message names the file).
   ///
   /// ```swift
-  /// let result = try ChromeTrace.write(
-  ///   fromLogsAt: ["server.jsonl", "client.jsonl"], toFileAt: "both.json")
+  /// let logs = try ["server.jsonl", "client.jsonl"].map { try TraceLogReader(path: $0) }
+  /// let result = try ChromeTrace.write(from: logs, toFileAt: "both.json")
   /// print("\(result.events) events, \(result.flows) arrows")
   /// ```
   @discardableResult
+  public static func write(from readers: [TraceLogReader], toFileAt path: String)
+    throws(RunLoopError) -> (events: Int, flows: Int, causesNotFound: Int)
+  {
+    var converter = _ChromeEventConverter()
+    let events = try writeDocument(toFileAt: path) { emit, failed throws(RunLoopError) in
+      // One converter for all: an arrow's cause may be in any log, before or after it.
+      for reader in readers {
+        converter.processLabel = readers.count > 1 ? Self.fileName(reader.name) : nil
+        while !failed(), let record = try reader.next() { converter.add(record, emit) }
+      }
+      converter.finish(emit)
+    }
+    return (events, converter.flows.arrows, converter.flows.causesNotFound)
+  }
+
+  /// ``write(from:toFileAt:)`` for the logs at `paths`, each opened in turn.
+  ///
+  /// - Throws: as ``write(from:toFileAt:)``, and when a log cannot be opened.
+  ///
+  /// ```swift
+  /// try ChromeTrace.write(fromLogsAt: ["server.jsonl", "client.jsonl"], toFileAt: "both.json")
+  /// ```
+  @discardableResult
   public static func write(fromLogsAt paths: [String], toFileAt path: String)
-    throws(RunLoopError) -> (events: Int, flows: Int, logs: [TraceLogReader])
+    throws(RunLoopError) -> (events: Int, flows: Int, causesNotFound: Int)
   {
     var readers: [TraceLogReader] = []
-    var arrows = 0
-    let events = try writeDocument(toFileAt: path) { emit throws(RunLoopError) in
-      // One converter for all: an arrow's cause may be in any log, before or after it.
-      var converter = _ChromeEventConverter()
-      let counting = { (event: _ChromeEvent) in
-        if case .string("s") = event.fields.first?.1 { arrows += 1 }
-        emit(event)
-      }
-      for log in paths {
-        let reader = try TraceLogReader(path: log)
-        readers.append(reader)
-        converter.processLabel = paths.count > 1 ? Self.fileName(log) : nil
-        while let record = try reader.next() { converter.add(record, counting) }
-      }
-      converter.finish(counting)
-    }
-    return (events, arrows, readers)
+    for log in paths { readers.append(try TraceLogReader(path: log)) }
+    return try write(from: readers, toFileAt: path)
   }
 
   /// The last component of `path`.
@@ -113,10 +123,12 @@ public enum ChromeTrace {
   }
 
   /// Writes `{"displayTimeUnit":"ms","traceEvents":[...]}` to `path`, the events as `body`
-  /// emits them, through one buffer flushed every 64 KiB. Returns how many there were.
+  /// emits them, through one buffer flushed every 64 KiB. `failed` tells `body` that a write
+  /// failed, so that it stops reading: nothing it converts after that is kept. Returns how
+  /// many events there were.
   private static func writeDocument(
     toFileAt path: String,
-    _ body: (_ emit: (_ChromeEvent) -> Void) throws(RunLoopError) -> Void
+    _ body: (_ emit: (_ChromeEvent) -> Void, _ failed: () -> Bool) throws(RunLoopError) -> Void
   ) throws(RunLoopError) -> Int {
     let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
     guard descriptor >= 0 else { throw RunLoopError.systemCall("open(\(path))", errno: errno) }
@@ -145,7 +157,7 @@ public enum ChromeTrace {
     }
     buffer.reserve(64)
     buffer.write(#"{"displayTimeUnit":"ms","traceEvents":["#)
-    try body(emit)
+    try body(emit) { failure != 0 }
     buffer.reserve(8)
     buffer.write("\n]}\n")
     flush()
@@ -246,7 +258,7 @@ struct _ChromeEvent {
 }
 
 /// Turns records into Chrome Trace Events one at a time, keeping only the threads named so
-/// far and each thread's open runs.
+/// far, each thread's open runs and, for the flow arrows, a bounded window of call-outs.
 struct _ChromeEventConverter {
   /// When set, each process gets a `process_name` event: `pid N: LABEL` (the log's file
   /// name, when several logs are exported together).
@@ -255,7 +267,8 @@ struct _ChromeEventConverter {
   private var named = Set<Int32>()
   private var open: [Int32: [Int32]] = [:]  // tid: the pid of each open run
   private var lastTimestamp: [Int32: Int64] = [:]
-  private var flows = _CauseFlows()
+  /// The arrows drawn, and the call-outs whose cause was not found, so far.
+  private(set) var flows = _CauseFlows()
 
   mutating func add(_ record: TraceRecord, _ emit: (_ChromeEvent) -> Void) {
     let pid = Int(record.pid)
@@ -422,7 +435,14 @@ struct _CauseFlows {
   private var waiting: [Key: [Anchor]] = [:]
   private var waitingOrder = Deque<Key>()
   private var waitingCount = 0
-  private var arrows = 0
+  /// Arrows drawn so far.
+  private(set) var arrows = 0
+  // Effects dropped from the waiting list before their cause came.
+  private var evicted = 0
+
+  /// Call-outs that named a cause not seen (yet): still waiting, or dropped from the list of
+  /// those waiting, which holds at most `limit`.
+  var causesNotFound: Int { waitingCount + evicted }
 
   init(limit: Int = 65_536) {
     self.limit = limit
@@ -463,7 +483,9 @@ struct _CauseFlows {
     waiting[cause, default: []].append(effect)
     waitingCount += 1
     while waitingCount > limit, let oldest = waitingOrder.popFirst() {
-      waitingCount -= waiting.removeValue(forKey: oldest)?.count ?? 0
+      let dropped = waiting.removeValue(forKey: oldest)?.count ?? 0
+      waitingCount -= dropped
+      evicted += dropped
     }
     // Keys whose cause came are still listed; drop them before the list outgrows the limit.
     if waitingOrder.count > 2 * limit {

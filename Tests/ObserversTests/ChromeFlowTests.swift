@@ -1,4 +1,5 @@
 import Foundation
+import RunLoopCore
 import RunLoopObservers
 import Testing
 
@@ -19,6 +20,28 @@ struct ChromeFlowTests {
 
   static func write(_ records: [TraceRecord], to path: String) throws {
     try records.map(\.jsonLine).joined().write(toFile: path, atomically: false, encoding: .utf8)
+  }
+
+  // A full disk (here /dev/full) fails the first flush: the export says so and stops
+  // reading, instead of converting the rest of the logs for nothing.
+  @Test func anExportWhoseWriteFailsStopsReadingAndThrows() throws {
+    let directory = NSTemporaryDirectory() + "chrome-full-\(getpid())"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let log = directory + "/big.jsonl"
+    try Self.write(
+      (1...20_000).map {
+        Self.callout(
+          pid: 10, seq: UInt64($0), at: Int64($0) * 1_000, name: "c\($0)",
+          span: String(format: "%016x", $0))
+      }, to: log)
+    let reader = try TraceLogReader(path: log)
+    let error = #expect(throws: RunLoopError.self) {
+      try ChromeTrace.write(from: [reader], toFileAt: "/dev/full")
+    }
+    #expect(error?.message.contains("write(/dev/full)") == true)
+    // 64 KiB of events is a few hundred records: far from all of them.
+    #expect(reader.records < 2_000, "read \(reader.records) of 20,000 records")
   }
 
   @Test func arrowsJoinCausesToEffectsAcrossLogsAndSkipCausesInNoLog() throws {
@@ -49,9 +72,12 @@ struct ChromeFlowTests {
           causeSpan: "0000000000000000"),
       ], to: server)
     let out = directory + "/both.json"
-    let result = try ChromeTrace.write(fromLogsAt: [server, client], toFileAt: out)
+    let logs = try [server, client].map { try TraceLogReader(path: $0) }
+    let result = try ChromeTrace.write(from: logs, toFileAt: out)
     #expect(result.flows == 2)
-    #expect(result.logs.map(\.records) == [4, 1])
+    // The orphan names a cause in no log: counted, not drawn.
+    #expect(result.causesNotFound == 1)
+    #expect(logs.map(\.records) == [4, 1])
 
     let document = try JSONSerialization.jsonObject(
       with: Data(contentsOf: URL(fileURLWithPath: out)))
