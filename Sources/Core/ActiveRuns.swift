@@ -62,22 +62,23 @@ final class ActiveRuns: Sendable {
   }
 
   /// Lets go of the parked snapshot, if there is one: the structure it was taken from has
-  /// changed (call holding the loop's lock, after moving the structure count on). Returns it,
-  /// so the caller can release it where it likes.
-  func dropParkedSnapshot() -> PassSnapshot? {
+  /// changed (call after moving the structure count on; from any thread, the compare-and-swap
+  /// makes one of them the one that drops it). It is released here: it holds only flags and
+  /// the deadline sources it listed, and a thread that removes a deadline source holds a
+  /// reference to it, so nothing is freed under the loop's lock that one of its callers holds.
+  func dropParkedSnapshot() {
     var current = word.load(ordering: .sequentiallyConsistent)
     while current & Self.parkedBit != 0 {
       let claimed = (current & ~Self.parkedBit) | Self.droppingBit
       let (exchanged, original) = word.compareExchange(
         expected: current, desired: claimed, ordering: .sequentiallyConsistent)
       if exchanged {
-        let snapshot = parked.take()
+        parked = nil
         word.bitwiseAnd(~Self.droppingBit, ordering: .sequentiallyConsistent)
-        return snapshot
+        return
       }
       current = original
     }
-    return nil
   }
 
   // MARK: The loop's thread

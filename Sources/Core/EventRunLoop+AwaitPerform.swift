@@ -59,9 +59,9 @@ extension EventRunLoop {
 /// task's own). `resumption` keeps the continuation and is held while the continuation is
 /// resumed, so that the awaiting task, which takes `resumption` once after it resumed
 /// (``awaitResumption()``), is ordered after everything `resume` did on the loop's thread.
-/// The runtime orders the two already, with atomics that ThreadSanitizer cannot see; without
-/// this lock, a task that reused its frame for the next await while the loop's thread was
-/// still returning from `resume` showed up as a data race.
+/// The runtime orders the two already, with atomics that ThreadSanitizer cannot see; the lock
+/// makes that order one it sees, so a task that reuses its frame for the next await while
+/// the loop's thread is still returning from `resume` is not reported as a data race.
 final class _PerformWaiter<Value: Sendable>: Sendable {
   private struct State {
     var request: PerformRequest?

@@ -135,8 +135,7 @@ extension EventRunLoop {
     let depth = beginRun(mode: mode)
     // An empty mode returns before any observer hears anything, as CFRunLoop does. A mode
     // with sources or watches is not empty: that, the usual case, is told here without a call.
-    let hasSourcesOrWatches = self[passIn: mode].hasSources || self[passIn: mode].hasWatches
-    if !hasSourcesOrWatches, modeIsEmpty(mode) {
+    if !self[passIn: mode].hasSourcesOrWatches, modeIsEmpty(mode) {
       endRun(depth: depth)
       return .finished
     }
@@ -224,14 +223,14 @@ extension EventRunLoop {
     if runs.runEnds(depth: 1, outerStopRequested: false, snapshot: snapshot),
       published.structure.load(ordering: .sequentiallyConsistent) != structure
     {
-      _ = runs.dropParkedSnapshot()
+      runs.dropParkedSnapshot()
     }
   }
 
   /// Whether a run in `mode` would have nothing to wait for: no sources, no descriptors, no
   /// deadline-source items, no perform requests or jobs for it.
   func modeIsEmpty(_ mode: LoopMode) -> Bool {
-    if self[passIn: mode].hasSources || self[passIn: mode].hasWatches { return false }
+    if self[passIn: mode].hasSourcesOrWatches { return false }
     let isCommon = self[passIn: mode].isCommon
     if hasPerformRequests(for: mode, isCommon: isCommon) { return false }
     if hasJobs(for: mode, modeIsCommon: isCommon) { return false }

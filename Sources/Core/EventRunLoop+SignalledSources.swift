@@ -27,8 +27,9 @@ extension EventRunLoop {
       signalInbox.sweep { source, stamp in
         // Performed (here or by another loop) or invalidated: out until signalled again.
         guard stamp != 0, source.isValid else { return false }
-        let sources = state.sources
-        if sources.contains(source, in: mode) || (isCommon && sources.contains(source, in: .common))
+        // In place: a copy of the table per entry would retain its storage each time.
+        if state.sources.contains(source, in: mode)
+          || (isCommon && state.sources.contains(source, in: .common))
         {
           batch.append((source.order, stamp, source))
         }

@@ -51,8 +51,8 @@ extension EventRunLoop {
       return (left, runs.depth > 0)
     }
     guard let (left, running) = removal else { return }
-    // A running loop keeps its mode's sources in its pass snapshot until its next pass; a
-    // sleeping one must wake to let go of this one (and of what its closures captured).
+    // A sleeping run learns that its mode has nothing left to watch only when it wakes (the
+    // check follows the sleep): wake it, so that it returns `finished` instead of sleeping on.
     if running && !isCurrent { wakeUp() }
     for concrete in left { source.cancelHandler?(self, concrete) }
   }

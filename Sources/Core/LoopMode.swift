@@ -28,8 +28,8 @@ public struct LoopMode: Hashable, Sendable, CustomStringConvertible, Expressible
 
   /// Whether this is ``common``. Every run asks: comparing two different names is a call
   /// into the string runtime (about 30 instructions of a zero-timeout run's 900), comparing
-  /// their lengths is a load. (A stored flag instead made the mode a third word, which
-  /// every call that takes a mode then paid for.)
+  /// their lengths is a load. Not a stored flag: it would make the mode a third word, which
+  /// every call that takes a mode would pay for.
   var isCommonModes: Bool { name.utf8.count == "common".utf8.count && name == "common" }
 
   /// Creates a mode from a string literal: `let mode: LoopMode = "tracking"`.

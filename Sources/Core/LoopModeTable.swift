@@ -40,9 +40,8 @@ package struct LoopModeTable<Item: ModeScheduledItem> {
   /// A hash table and nothing else: adding and removing take constant time, amortized,
   /// whatever the items' orders. Run order is worked out only when asked for (by sorting),
   /// because the loop's hot paths never ask: step 4 reads the signalled sources alone and
-  /// sorts those, and descriptor watches are looked up by identity. Keeping the mode's items
-  /// sorted on every change cost O(n) for an item of a lower order than the mode's highest,
-  /// and 102 s to add 100,000 sources when each change copied and scanned the mode's array.
+  /// sorts those, and descriptor watches are looked up by identity. Kept sorted, a mode's
+  /// items would cost O(n) per change for an item of a lower order than the mode's highest.
   private typealias ModeItems = [ObjectIdentifier: Entry]
 
   private var byMode: [LoopMode: ModeItems] = [:]

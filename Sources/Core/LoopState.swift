@@ -46,6 +46,6 @@ struct LoopState {
     published.structureDidChange()
     // The loop thread's snapshot, parked while no run is active, holds what just changed:
     // let go of it at once, with the items in it.
-    _ = runs.dropParkedSnapshot()
+    runs.dropParkedSnapshot()
   }
 }

@@ -22,6 +22,9 @@ struct PassSnapshot {
   /// Whether some watch is held out of the `epoll` set (see `LoopState.heldTokens`).
   let hasHeldWatches: Bool
   let deadlineSources: [any DeadlineSource]
+
+  /// Whether the mode has custom sources or descriptor watches: such a mode is not empty.
+  var hasSourcesOrWatches: Bool { hasSources || hasWatches }
 }
 
 /// The loop thread's latest snapshot. Only this file reads it.

@@ -1,5 +1,3 @@
-import Glibc
-
 extension RunLoopError {
   /// The kind of failure. Modules define more codes in extensions.
   ///

@@ -1,8 +1,3 @@
-import CRunLoopLinux
-import Dispatch
-import Glibc
-import Synchronization
-
 extension RunLoopThread {
   /// Where a thread is in its life.
   ///
