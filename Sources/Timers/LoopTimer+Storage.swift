@@ -123,8 +123,7 @@ extension LoopTimer {
     guard firstMode != Self.noMode else { return nil }
     return _TimerSlot(
       mode: Int(firstMode), active: firstFlags & Self.activeFlag != 0,
-      fireIndex: Int(firstFireIndex), wakeIndex: Int(extras?.firstWakeIndex ?? -1),
-      tolerant: firstFlags & Self.tolerantFlag != 0)
+      fireIndex: Int(firstFireIndex), wakeIndex: Int(extras?.firstWakeIndex ?? -1))
   }
 
   /// Replaces the slot at `position` (a slot of the same mode key).
@@ -134,7 +133,7 @@ extension LoopTimer {
       return
     }
     firstFireIndex = Int32(slot.fireIndex)
-    firstFlags = (slot.active ? Self.activeFlag : 0) | (slot.tolerant ? Self.tolerantFlag : 0)
+    firstFlags = slot.active ? Self.activeFlag : 0
     // Only a timer with a tolerance, which has extras, has a wake node.
     if slot.wakeIndex >= 0 || hasExtras {
       ensureExtras().firstWakeIndex = Int32(slot.wakeIndex)
@@ -232,7 +231,8 @@ struct _TimerSlot {
   var fireIndex = -1
   /// Position in the tolerant wake-order heap, -1 when not in it.
   var wakeIndex = -1
-  /// Whether `fireIndex` is a position in the tolerant timers' fire heap (else in the
-  /// exact heap): the tolerance the timer had when it was linked.
-  var tolerant = false
+
+  /// Whether `fireIndex` is a position in the tolerant timers' fire heap (else in the exact
+  /// heap): only a timer linked with a tolerance has a wake node.
+  var isTolerant: Bool { wakeIndex >= 0 }
 }

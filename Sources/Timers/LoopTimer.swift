@@ -55,11 +55,15 @@ public final class LoopTimer: @unchecked Sendable {
   /// methods are generic calls that look its metadata up on every load.)
   private let attachment = Atomic<UInt>(0)
   // The schedule, guarded by the timer's stripe lock (see `withStripe`) before the timer
-  // joins a loop, then by the loop scheduler's lock (and by both while it joins). Those
-  // locks already make every access exclusive, so the run-time exclusivity check (a call
-  // per access on the heaps' hot path) is off.
-  /// The fire date's key: nanoseconds from ``_TimerClock/origin``, rounded up (exact unless
-  /// the extras hold `exactFireOffset`).
+  // joins a loop, then by the loop scheduler's lock. The two are never held together: a
+  // join attaches the timer under the stripe lock, then links it under the scheduler's, and
+  // `withScheduleState` looks at the attachment again under the stripe lock, so it always
+  // takes the lock that guards the schedule now. Those locks already make every access
+  // exclusive, so the run-time exclusivity check (a call per access on the heaps' hot path)
+  // is off.
+  /// The fire date's key: nanoseconds from ``_TimerClock/origin``, rounded up. Exact unless
+  /// the fire date falls between two nanoseconds: then the part below the nanosecond is kept
+  /// in the tagged word (a one-shot timer) or in the extras' `exactFireOffset`.
   @exclusivity(unchecked) var fireKey: Int64
   /// Insertion sequence: breaks ties of equal deadlines so that they fire in the order they
   /// were scheduled. Renewed whenever the fire date changes; 0 until first scheduled.
@@ -69,7 +73,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// The inline slot's mode key (its position in the scheduler's table), `noMode` when the
   /// inline slot is unused.
   @exclusivity(unchecked) var firstMode: UInt16 = LoopTimer.noMode
-  /// The inline slot's flags: `activeFlag`, `tolerantFlag`.
+  /// The inline slot's flags: `activeFlag`.
   @exclusivity(unchecked) var firstFlags: UInt8 = 0
   private let valid = Atomic<Bool>(true)
   /// The interval, a fire date's part below the nanosecond, or the extras, in one tagged
@@ -87,7 +91,6 @@ public final class LoopTimer: @unchecked Sendable {
 
   static let noMode: UInt16 = .max
   static let activeFlag: UInt8 = 1
-  static let tolerantFlag: UInt8 = 2
 
   /// The locks guarding detached timers' schedules and the step that attaches a timer to a
   /// loop, shared by stripe (picked by the timer's address). A `GuardedState` per timer
@@ -432,14 +435,14 @@ public final class LoopTimer: @unchecked Sendable {
   /// (nothing changed).
   func reschedule(fireDate: ContinuousClock.Instant?, tolerance: Duration?) -> Bool {
     guard isValid else { return false }
-    let now = ContinuousClock.now
     let ((changed, earlier), scheduler) = withScheduleState { state, attached -> (Bool, Bool) in
       guard isValid else { return (false, false) }
       let newDate = fireDate ?? scheduledFireDate
       let newTolerance = tolerance ?? scheduledTolerance
       guard attached, suspendedRemaining == nil else {
+        // Only a suspended timer keeps its new date as time left: the clock is read then.
         if let fireDate, suspendedRemaining != nil {
-          suspendedRemaining = max(.zero, fireDate - now)
+          suspendedRemaining = max(.zero, fireDate - .now)
         }
         scheduledFireDate = newDate
         scheduledTolerance = newTolerance

@@ -93,18 +93,12 @@ struct _SchedulerState {
   /// whether the mode's earliest wake-up moved earlier.
   private mutating func link(_ timer: LoopTimer, slot position: Int, mode: Int) -> Bool {
     let before = modes[mode].earliestWake
-    var tolerant = false
     // A timer without extras has never had a tolerance.
-    if timer.hasExtras {
-      tolerant = timer.scheduledTolerance > .zero
-      if var slot = timer.slot(at: position), slot.tolerant != tolerant {
-        slot.tolerant = tolerant
-        timer.setSlot(slot, at: position)
-      }
-    }
+    let tolerant = timer.hasExtras && timer.scheduledTolerance > .zero
     modes[mode].insert(timer, tolerant: tolerant)
     guard let before else { return true }
-    return timer.heapKey(.wake) < before
+    // The mode's heaps already know its earliest wake-up: no second key for the timer.
+    return modes[mode].earliestWake.map { $0 < before } ?? false
   }
 
   /// Takes the nodes of `timer`'s slot at `position` out of their heaps; returns whether it
@@ -367,7 +361,7 @@ struct _ModeTimers {
 
   /// Removes the nodes of a slot in this mode key.
   mutating func remove(_ slot: _TimerSlot) {
-    if slot.tolerant {
+    if slot.isTolerant {
       tolerant.remove(fireIndex: slot.fireIndex, wakeIndex: slot.wakeIndex)
     } else if slot.fireIndex >= 0 {
       exact.remove(at: slot.fireIndex)
@@ -376,7 +370,7 @@ struct _ModeTimers {
 
   /// Moves the nodes of a slot in this mode key after its timer's keys changed.
   mutating func update(_ slot: _TimerSlot) {
-    if slot.tolerant {
+    if slot.isTolerant {
       tolerant.update(fireIndex: slot.fireIndex, wakeIndex: slot.wakeIndex)
     } else if slot.fireIndex >= 0 {
       exact.update(at: slot.fireIndex)

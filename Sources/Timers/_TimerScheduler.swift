@@ -147,7 +147,8 @@ final class _TimerScheduler: @unchecked Sendable {
       // As CFRunLoop does: the next fire date is computed now that the call-out has
       // returned, as the first grid point later than now, so a call-out that overran its
       // period is followed by the next grid point, not by a late catch-up fire.
-      let after = _TimerClock.nowKey()
+      // A one-shot timer is done: only a repeating one needs the clock again.
+      let after = timer.repeats ? _TimerClock.nowKey() : now
       state.withLock { $0.finishFiring(timer, takenSequence: due.sequence, now: after) }
     }
   }
