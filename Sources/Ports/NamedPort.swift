@@ -328,7 +328,9 @@ public final class NamedPort: Sendable {
   /// without a word.
   private func pendingFailure(_ descriptor: Int32) -> RunLoopError? {
     guard _SocketCalls.hasInput(descriptor) else { return nil }
-    var buffer = [UInt8](repeating: 0, count: 4096)
+    // Room for a whole notice: its header and the largest payload a reply's read takes.
+    var buffer = [UInt8](
+      repeating: 0, count: _Frame.tracedHeaderSize + Self.maxNoticeSize)
     let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_PEEK))
     guard count > 0 else {
       return .peerClosed("port '\(name)' closed the connection")
@@ -406,9 +408,10 @@ public final class NamedPort: Sendable {
     }
   }
 
-  /// The largest failure frame read whatever ``maxMessageSize`` is: a server's notices (an
-  /// idle close, a refusal, a reply too large) are a line of text, and a client that cannot
-  /// read them cannot tell an idle close, after which it connects again, from a dead server.
+  /// The largest failure frame's payload read whatever ``maxMessageSize`` is: a server's
+  /// notices (an idle close, a refusal, a reply too large) are a line of text, and a client
+  /// that cannot read them cannot tell an idle close, after which it connects again, from a
+  /// dead server.
   static let maxNoticeSize = 4096
 
   /// The frame version sent and read, as the codec takes it.
