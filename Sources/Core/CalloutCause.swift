@@ -148,12 +148,33 @@ extension UInt64 {
   }
 }
 
-/// A cause held by reference: what a perform request keeps, so that a request queued while
-/// nothing traces call-outs carries one word for it, not a whole cause.
-package final class CapturedCause: Sendable {
+/// When a piece of work was queued (a `LoopClock` reading) and who queued it: a job, a
+/// perform request, an in-process port message. Recorded only while some instrument wants
+/// call-outs, and reported by the work's call-out as its due time and cause, so that the
+/// queue-to-run delay shows in traces and metrics.
+package struct CauseStamp: Sendable {
+  package let queuedAt: Int64
   package let cause: CalloutCause
 
-  package init(_ cause: CalloutCause) {
-    self.cause = cause
+  /// A stamp for work queued now if some instrument wants call-outs (one relaxed atomic
+  /// load), else `nil`.
+  package static func ifTracing() -> CauseStamp? {
+    guard let cause = CalloutCause.captureIfTracing() else { return nil }
+    return CauseStamp(queuedAt: LoopClock.now(), cause: cause)
+  }
+}
+
+/// A ``CauseStamp`` held by reference: what a perform request or a port message keeps, so
+/// that one queued while nothing traces call-outs carries one word for it, not a whole stamp.
+package final class CapturedCause: Sendable {
+  package let stamp: CauseStamp
+
+  /// Boxes a stamp for work queued now if some instrument wants call-outs, else `nil`.
+  package static func ifTracing() -> CapturedCause? {
+    CauseStamp.ifTracing().map(CapturedCause.init)
+  }
+
+  private init(_ stamp: CauseStamp) {
+    self.stamp = stamp
   }
 }

@@ -101,7 +101,7 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
   }
 
   func enqueue(_ job: UnownedJob, slot: Int) {
-    let stamp = JobStamp.ifTracing()
+    let stamp = CauseStamp.ifTracing()
     let accepted = state.withLock { state -> Bool in
       guard !state.threadExited else { return false }
       addOwnJobQueueIfNeeded(&state)
@@ -194,7 +194,7 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
     }
   }
 
-  private func runTraced(_ job: UnownedJob, stamp: JobStamp?, of batch: JobBatch) {
+  private func runTraced(_ job: UnownedJob, stamp: CauseStamp?, of batch: JobBatch) {
     // The job's description names its task ("UnownedJob(id: 12)"); a task's own name
     // (`Task.name`) is visible only to code running in that task, not to its executor.
     callOut(
@@ -217,7 +217,7 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
 struct JobBatch {
   var jobs: [UnownedJob]
   // When and by whom each job was queued, for the jobs queued while tracing (see `JobQueue`).
-  let stamps: [JobStamp?]
+  let stamps: [CauseStamp?]
   let serialExecutor: UnownedSerialExecutor
   let taskExecutor: UnownedTaskExecutor
   let name: String
@@ -227,7 +227,7 @@ struct JobBatch {
 
 extension JobBatch {
   /// The stamp of the job at `index`, if it was queued while tracing.
-  func stamp(at index: Int) -> JobStamp? {
+  func stamp(at index: Int) -> CauseStamp? {
     index < stamps.count ? stamps[index] : nil
   }
 }

@@ -113,10 +113,7 @@ extension EventRunLoop {
   {
     let ownThread = isCurrent
     // One relaxed load when nothing traces call-outs (the usual case).
-    if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
-      request.queuedAt = LoopClock.now()
-      request.cause = CapturedCause(.capture())
-    }
+    request.stamp = CapturedCause.ifTracing()
     while true {
       let outcome = state.withLock { state -> EnqueueOutcome in
         guard !state.threadExited else { return .abandoned }

@@ -12,7 +12,7 @@ struct JobQueue {
   /// Guarded by the loop's lock: when and by whom the jobs were queued, index for index,
   /// for jobs queued while some instrument wants call-outs; shorter than `jobs` (usually
   /// empty, allocating nothing) when some were queued untraced.
-  var stamps: [JobStamp?] = []
+  var stamps: [CauseStamp?] = []
   /// The modes whose runs may run these jobs (``LoopMode/common``: the common modes).
   let modes: [LoopMode]
   let commonModesOnly: Bool
@@ -35,7 +35,7 @@ struct JobQueue {
   }
 
   /// Queues `job`, with its stamp if it was queued while tracing.
-  mutating func append(_ job: UnownedJob, stamp: JobStamp?) {
+  mutating func append(_ job: UnownedJob, stamp: CauseStamp?) {
     if let stamp {
       if stamps.count < jobs.count {
         stamps.append(contentsOf: repeatElement(nil, count: jobs.count - stamps.count))
@@ -46,7 +46,7 @@ struct JobQueue {
   }
 
   /// The stamps of the jobs being taken as a batch (nothing to move when none was traced).
-  mutating func takeStamps() -> [JobStamp?] {
+  mutating func takeStamps() -> [CauseStamp?] {
     guard !stamps.isEmpty else { return [] }
     defer { stamps = [] }
     return stamps
@@ -55,21 +55,6 @@ struct JobQueue {
   func matches(_ mode: LoopMode, modeIsCommon: Bool) -> Bool {
     if commonModesOnly { return modeIsCommon }
     return modes.contains(mode) || (modeIsCommon && modes.contains(.common))
-  }
-}
-
-/// When a job was queued (a `LoopClock` reading) and who queued it: recorded only while
-/// some instrument wants call-outs, and reported by the job's call-out as its due time and
-/// cause, so the enqueue-to-run delay of jobs shows in traces and metrics.
-struct JobStamp {
-  let queuedAt: Int64
-  let cause: CalloutCause
-
-  /// A stamp for a job queued now if some instrument wants call-outs (one relaxed atomic
-  /// load), else `nil`.
-  static func ifTracing() -> JobStamp? {
-    guard let cause = CalloutCause.captureIfTracing() else { return nil }
-    return JobStamp(queuedAt: LoopClock.now(), cause: cause)
   }
 }
 

@@ -72,13 +72,10 @@ public final class PerformRequest: Sendable {
   private let otherModes: [LoopMode]?
   private let stateBits = Atomic<UInt8>(State.pending.rawValue)
   private let done: DispatchSemaphore?
-  // When it was queued (a `LoopClock` reading), or 0: read only while some instrument
-  // wants call-outs, and reported as the call-out's due time, so that the queue-to-run delay
-  // of perform requests shows in traces and metrics. Written before the request is queued
-  // (under the loop's lock), read by the loop thread after it takes the request out.
-  nonisolated(unsafe) var queuedAt: Int64 = 0
-  // Who queued it (see `CalloutCause`), recorded with `queuedAt` and reported with it.
-  nonisolated(unsafe) var cause: CapturedCause?
+  // When and by whom it was queued, while some instrument wants call-outs (see
+  // `CauseStamp`). Written before the request is queued (under the loop's lock), read by the
+  // loop thread after it takes the request out.
+  nonisolated(unsafe) var stamp: CapturedCause?
   // The next request in the `RequestList` this one is in (the loop's queue or a batch);
   // touched only by the list's owner: under the loop's lock, or on its thread.
   nonisolated(unsafe) var next: PerformRequest?
@@ -158,7 +155,7 @@ public final class PerformRequest: Sendable {
     // Moved out: the request lets go of its closure as it runs it.
     if let body = body.take() {
       loop.callOut(
-        .block, name: name, dueAt: queuedAt == 0 ? nil : queuedAt, cause: cause?.cause, body)
+        .block, name: name, dueAt: stamp?.stamp.queuedAt, cause: stamp?.stamp.cause, body)
     }
     stateBits.store(State.finished.rawValue, ordering: .releasing)
     done?.signal()

@@ -198,10 +198,8 @@ public final class InProcessPort: @unchecked Sendable {
     var delivered = message
     delivered.sendPort = message.receivePort
     delivered.receivePort = self
-    if let cause = CalloutCause.captureIfTracing() {
-      delivered.sentAt = LoopClock.now()
-      delivered.cause = CapturedCause(cause)
-    }
+    // Each hop its own: a message sent on again carries no stamp of an earlier send.
+    delivered.stamp = CapturedCause.ifTracing()
     let queued = state.withLock { state -> Bool in
       guard state.valid else { return false }
       state.queue.append(delivered)
@@ -373,8 +371,8 @@ public final class InProcessPort: @unchecked Sendable {
         continue
       }
       loop.callOut(
-        .port, name: name, dueAt: message.sentAt == 0 ? nil : message.sentAt,
-        cause: message.cause?.cause
+        .port, name: name, dueAt: message.stamp?.stamp.queuedAt,
+        cause: message.stamp?.stamp.cause
       ) { handler(message) }
     }
   }

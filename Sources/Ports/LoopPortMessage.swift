@@ -41,11 +41,9 @@ public struct LoopPortMessage: Sendable {
   /// message.receivePort?.invalidate()  // stop listening after this one
   /// ```
   public var receivePort: InProcessPort?
-  // When it was sent (a `LoopClock` reading) and who sent it, recorded only while some
-  // instrument wants call-outs (0 and nil otherwise); the receiving call-out reports them as
-  // its due time and cause.
-  var sentAt: Int64 = 0
-  var cause: CapturedCause?
+  // When it was sent and who sent it, recorded only while some instrument wants call-outs
+  // (see `CauseStamp`); the receiving call-out reports them as its due time and cause.
+  var stamp: CapturedCause?
 
   /// Creates a message.
   ///
