@@ -395,6 +395,25 @@ struct _CauseFlows {
   struct Key: Hashable {
     let pid: Int32
     let span: String
+
+    /// The call-out `record` is, if it has a span.
+    init?(spanOf record: TraceRecord) {
+      guard let span = record.span else { return nil }
+      self.init(pid: record.pid, span: span)
+    }
+
+    /// The call-out `record` names as its cause (in its own process unless it names
+    /// another), if it names one: a cause span of zeros means work made outside any
+    /// call-out, with no slice to start an arrow from.
+    init?(causeOf record: TraceRecord) {
+      guard let span = record.causeSpan, span != _CauseFlows.noSpan else { return nil }
+      self.init(pid: record.causePid ?? record.pid, span: span)
+    }
+
+    init(pid: Int32, span: String) {
+      self.pid = pid
+      self.span = span
+    }
   }
 
   /// A point inside a call-out's slice where a flow event binds to it: a little after its
@@ -452,8 +471,7 @@ struct _CauseFlows {
   /// from it to effects seen before it).
   mutating func add(_ record: TraceRecord, draw: (Arrow) -> Void) {
     let anchor = Anchor(record)
-    if let causeSpan = record.causeSpan, causeSpan != Self.noSpan {
-      let cause = Key(pid: record.causePid ?? record.pid, span: causeSpan)
+    if let cause = Key(causeOf: record) {
       if let found = callouts[cause] {
         arrows += 1
         draw(Arrow(id: arrows, cause: found, effect: anchor))
@@ -461,8 +479,7 @@ struct _CauseFlows {
         wait(anchor, for: cause)
       }
     }
-    guard let span = record.span else { return }
-    let key = Key(pid: record.pid, span: span)
+    guard let key = Key(spanOf: record) else { return }
     if let effects = waiting.removeValue(forKey: key) {
       waitingCount -= effects.count
       for effect in effects {

@@ -144,7 +144,8 @@ final class _LineBuffer {
 }
 
 /// Writes bytes at a pointer with room reserved by ``_LineBuffer/withCursor(reserving:_:)``;
-/// its writes are always inlined, for the reason ``_LineBuffer`` gives.
+/// its per-field writes are always inlined, for the reason ``_LineBuffer`` gives, except
+/// `writeHex16`, a 16-step loop written only for the span and trace fields of traced call-outs.
 struct _LineCursor {
   var pointer: UnsafeMutablePointer<UInt8>
 

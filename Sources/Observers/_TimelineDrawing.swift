@@ -211,18 +211,14 @@ struct _TimelineDrawing {
   /// the trace: an effect's (`cause_pid` or `pid`, `cause_span`) is its cause's (`pid`,
   /// `span`).
   private func causeLinks() -> [(cause: TraceRecord, effect: TraceRecord)] {
-    struct Key: Hashable {
-      let pid: Int32
-      let span: String
-    }
-    var bySpan: [Key: TraceRecord] = [:]
+    var bySpan: [_CauseFlows.Key: TraceRecord] = [:]
     for record in records where record.record == .callout {
-      if let span = record.span { bySpan[Key(pid: record.pid, span: span)] = record }
+      if let key = _CauseFlows.Key(spanOf: record) { bySpan[key] = record }
     }
     guard !bySpan.isEmpty else { return [] }
     return records.compactMap { effect in
-      guard effect.record == .callout, let span = effect.causeSpan,
-        let cause = bySpan[Key(pid: effect.causePid ?? effect.pid, span: span)]
+      guard effect.record == .callout, let key = _CauseFlows.Key(causeOf: effect),
+        let cause = bySpan[key]
       else { return nil }
       return (cause, effect)
     }
