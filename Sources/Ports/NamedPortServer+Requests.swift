@@ -61,10 +61,7 @@ extension NamedPortServer {
         server.deferReplies { [weak book] server, message, route in
           guard let book else {
             // The sequence is gone: the server is being invalidated.
-            if let route {
-              server.answer(route, with: .failure(.stopped(server.name)))
-              server.count { $0.requestsAnsweredAtStop += 1 }
-            }
+            if let route { server.answerStopped(route) }
             return
           }
           book.receive(message, route: route, into: feed)
@@ -77,6 +74,14 @@ extension NamedPortServer {
       start: { book throws(RunLoopError) in try book.server.add(to: loop, mode: mode) },
       stop: { book in book.stop() })
     return (book.server, requests)
+  }
+}
+
+extension NamedPortServer {
+  /// Answers a request the stopped sequence will never see with `serverStopped`, counted.
+  func answerStopped(_ route: _DeferredReply) {
+    answer(route, with: .failure(.stopped(name)))
+    count { $0.requestsAnsweredAtStop += 1 }
   }
 }
 
@@ -145,8 +150,7 @@ final class _RequestBook: Sendable {
         return state.nextTicket
       }
       guard ticket != nil else {
-        server.answer(route, with: .failure(.stopped(server.name)))
-        server.count { $0.requestsAnsweredAtStop += 1 }
+        server.answerStopped(route)
         return
       }
     }

@@ -768,14 +768,7 @@ public final class NamedPortServer: @unchecked Sendable {
 
   /// Tells the peer why (best effort) and drops the connection.
   private func reject(_ connection: _ServerConnection, notice: String) {
-    let frame = _Frame(
-      version: 1, kind: .failure, msgid: 0, requestID: 0, payload: Array(notice.utf8)
-    )
-    .encoded()
-    // send(2) reads the frame's bytes in place.
-    _ = frame.withUnsafeBytes {
-      send(connection.source.fileDescriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-    }
+    sendFailure(notice, to: connection.source.fileDescriptor)
     drop(connection, rejected: true)
   }
 
