@@ -277,7 +277,8 @@ struct _SchedulerState {
     }
     guard let interval = timer.interval else { return }
     timer.scheduledFireDate = _TimerClock.nextGridPoint(
-      from: timer.scheduledFireDate, after: _TimerClock.instant(atKey: now), interval: interval)
+      from: timer.scheduledFireDate, after: LoopClock.instant(ofNanoseconds: now),
+      interval: interval)
   }
 
   // MARK: Wake-ups

@@ -35,11 +35,6 @@ enum _TimerClock {
     origin.advanced(by: offset)
   }
 
-  /// The instant of a key.
-  static func instant(atKey key: Int64) -> ContinuousClock.Instant {
-    origin.advanced(by: .nanoseconds(key))
-  }
-
   /// The key of `offset`: whole nanoseconds, rounded up (or down), saturated to the `Int64`
   /// range; `exact` tells whether the key is the offset itself.
   static func key(of offset: Duration, roundingUp: Bool = true) -> (key: Int64, exact: Bool) {
@@ -61,11 +56,6 @@ enum _TimerClock {
       &- UInt64(bitPattern: key &- 1) &* 1_000_000_000
     guard fraction > 0, fraction < 1_000_000_000 else { return (key, nil) }
     return (key, UInt(fraction))
-  }
-
-  /// The key of `instant`, rounded up.
-  static func key(of instant: ContinuousClock.Instant) -> Int64 {
-    key(of: offset(of: instant)).key
   }
 
   /// `duration` in whole nanoseconds when it is one, in `1..<2^62`; else `nil`.
