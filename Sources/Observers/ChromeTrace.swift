@@ -101,9 +101,9 @@ public enum ChromeTrace {
     return (events, converter.flows.arrows, converter.flows.causesNotFound)
   }
 
-  /// ``write(from:toFileAt:)`` for the logs at `paths`, each opened in turn.
+  /// ``write(from:toFileAt:)->(_,_,_)`` for the logs at `paths`, each opened in turn.
   ///
-  /// - Throws: as ``write(from:toFileAt:)``, and when a log cannot be opened.
+  /// - Throws: as ``write(from:toFileAt:)->(_,_,_)``, and when a log cannot be opened.
   ///
   /// ```swift
   /// try ChromeTrace.write(fromLogsAt: ["server.jsonl", "client.jsonl"], toFileAt: "both.json")
