@@ -47,7 +47,7 @@ extension EventRunLoop {
         // already took means there is no sleep).
         eventCount = sleep(mode: mode, plan: plan, block: mayBlock && !woken, buffer: buffer)
         // From here until the next pass begins, wake-ups are dropped (see `WakeState`).
-        startIgnoringWakeUps()
+        startIgnoringWakeUps(afterTaking: eventCount, in: buffer)
         // Step 8: notify observers that the thread woke.
         if mayBlock { notify(.afterWaiting) }
       }
@@ -100,6 +100,19 @@ extension EventRunLoop {
   /// The loop has its events: wake-ups are dropped until the next pass begins.
   private func startIgnoringWakeUps() {
     local.ignoringWakeUps = true
+    wakeState.startIgnoring()
+  }
+
+  /// The same after step 7's sleep took `count` events into `buffer`. When they hold the
+  /// wake-up's event, the wake state learns both facts at once (see
+  /// ``WakeState/eventTakenWhileIgnoring()``), before any call-out.
+  private func startIgnoringWakeUps(afterTaking count: Int, in buffer: UnsafeMutableRawPointer) {
+    local.ignoringWakeUps = true
+    for index in 0..<count where poller.event(index, in: buffer).token == Poller.wakeToken {
+      wakeState.eventTakenWhileIgnoring()
+      local.wakeUpsTaken &+= 1
+      return
+    }
     wakeState.startIgnoring()
   }
 
@@ -165,7 +178,8 @@ extension EventRunLoop {
 
   /// Step 7: sleeps until the earliest of the run's deadline and the deadline sources'
   /// deadlines, an event, or a wake-up; with `block` false, only takes the events that are
-  /// there. Returns the number of events.
+  /// there. Returns the number of events; the caller tells the wake state at once whether
+  /// they hold the wake-up's.
   private func sleep(mode: LoopMode, plan: RunPlan, block: Bool, buffer: UnsafeMutableRawPointer)
     -> Int
   {
@@ -182,7 +196,6 @@ extension EventRunLoop {
         count = blockingWait(into: buffer)
       }
     }
-    takeWakeEvent(in: buffer, count: count)
     return count
   }
 
@@ -196,16 +209,6 @@ extension EventRunLoop {
       if wake.map({ due < $0 }) ?? true { wake = due }
     }
     return wake
-  }
-
-  /// Tells the wake state that the batch just taken from `epoll` holds the wake-up's event,
-  /// if it does. Done at once, before any call-out (see ``WakeState/eventTaken()``).
-  private func takeWakeEvent(in buffer: UnsafeMutableRawPointer, count: Int) {
-    for index in 0..<count where poller.event(index, in: buffer).token == Poller.wakeToken {
-      wakeState.eventTaken()
-      local.wakeUpsTaken &+= 1
-      return
-    }
   }
 
   /// Step 9: handles wake-ups, timers and ready descriptors. Returns whether a source was

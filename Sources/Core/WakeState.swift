@@ -2,7 +2,7 @@ import Glibc
 import Synchronization
 
 /// The wake-up protocol between a loop and the threads that wake it, in one place: the
-/// state both sides read and write, and its four transitions.
+/// state both sides read and write, and its transitions.
 ///
 /// A loop that sleeps in `epoll_wait` is woken by a write to its `eventfd`. A write is a
 /// system call, so a wake-up skips it when the loop will see the work anyway:
@@ -97,6 +97,17 @@ struct WakeState: ~Copyable, Sendable {
   /// and a call-out may run the loop nested; until this, every wake-up skips its write.
   func eventTaken() {
     phase.store(Phase.awake.rawValue, ordering: .sequentiallyConsistent)
+  }
+
+  /// The loop's sleep took the wake-up's event, and the loop stops counting wake-ups until
+  /// its next pass: ``eventTaken()`` then ``startIgnoring()`` in one exchange, where the two
+  /// would take two locked instructions. The state is `written` here (only the loop leaves
+  /// it, and a wake-up's event means one was written), so `ignoring` is what the two would
+  /// leave, except that a wake-up landing between them would have written to the eventfd
+  /// again; here it finds `ignoring` and writes nothing (the next pass looks anyway).
+  func eventTakenWhileIgnoring() {
+    let before = phase.exchange(Phase.ignoring.rawValue, ordering: .sequentiallyConsistent)
+    assert(before == Phase.written.rawValue, "a wake-up's event came without a write")
   }
 
   /// Enters `polling` when the loop is `awake`; returns whether it did. With `written`, the
