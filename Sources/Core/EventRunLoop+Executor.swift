@@ -106,7 +106,7 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
       guard !state.threadExited else { return false }
       addOwnJobQueueIfNeeded(&state)
       state.jobQueues[slot].append(job, stamp: stamp)
-      published.jobCount.wrappingAdd(1, ordering: .sequentiallyConsistent)
+      published.jobCountDidChange(to: published.jobCount.load(ordering: .relaxed) + 1)
       return true
     }
     guard accepted else {
@@ -137,7 +137,7 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
       batch.jobs.withUnsafeBufferPointer { jobs in
         for index in jobs.indices {
           if calloutInstrumentCount.load(ordering: .relaxed) > 0 {
-            runTraced(jobs[index], stamp: batch.stamp(at: index), of: batch)
+            runTraced(jobs[index], stamp: batch.stamp(at: index), of: batch, slot: slot)
           } else {
             jobs[index].runSynchronously(
               isolatedTo: batch.serialExecutor, taskExecutor: batch.taskExecutor)
@@ -167,7 +167,9 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
         guard !state.jobQueues[index].jobs.isEmpty,
           state.jobQueues[index].matches(mode, modeIsCommon: isCommon)
         else { continue }
-        while local.jobSlots.count <= index { local.jobSlots.append(JobSlot()) }
+        while local.jobSlots.count <= index {
+          local.jobSlots.append(JobSlot(name: state.jobQueues[local.jobSlots.count].name))
+        }
         // A batch of this executor is on the stack (this is a nested run): its jobs wait.
         guard local.jobSlots[index].spare != nil else {
           local.jobSlots[index].heldJobs = true
@@ -184,21 +186,23 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
 
       func batch(_ taken: (slot: Int, jobs: [UnownedJob]), anotherIsRunnable: Bool) -> JobBatch {
         slot = taken.slot
-        published.jobCount.wrappingSubtract(taken.jobs.count, ordering: .sequentiallyConsistent)
+        published.jobCountDidChange(
+          to: published.jobCount.load(ordering: .relaxed) - taken.jobs.count)
         return JobBatch(
           jobs: taken.jobs, stamps: state.jobQueues[taken.slot].takeStamps(),
           serialExecutor: state.jobQueues[taken.slot].serialExecutor,
           taskExecutor: state.jobQueues[taken.slot].taskExecutor,
-          name: state.jobQueues[taken.slot].name, anotherIsRunnable: anotherIsRunnable)
+          anotherIsRunnable: anotherIsRunnable)
       }
     }
   }
 
-  private func runTraced(_ job: UnownedJob, stamp: CauseStamp?, of batch: JobBatch) {
+  private func runTraced(_ job: UnownedJob, stamp: CauseStamp?, of batch: JobBatch, slot: Int) {
     // The job's description names its task ("UnownedJob(id: 12)"); a task's own name
     // (`Task.name`) is visible only to code running in that task, not to its executor.
     callOut(
-      .job, name: "\(batch.name) \(job.description)", dueAt: stamp?.queuedAt, cause: stamp?.cause
+      .job, name: "\(local.jobSlots[slot].name) \(job.description)", dueAt: stamp?.queuedAt,
+      cause: stamp?.cause
     ) {
       job.runSynchronously(isolatedTo: batch.serialExecutor, taskExecutor: batch.taskExecutor)
     }
@@ -220,7 +224,6 @@ struct JobBatch {
   let stamps: [CauseStamp?]
   let serialExecutor: UnownedSerialExecutor
   let taskExecutor: UnownedTaskExecutor
-  let name: String
   /// Whether, when it was taken, a later executor had jobs to run in the same mode too.
   let anotherIsRunnable: Bool
 }

@@ -62,6 +62,9 @@ struct JobQueue {
 /// `LoopState.jobQueues`): only that thread takes and runs batches, so none of this needs
 /// the loop's lock.
 struct JobSlot {
+  /// The executor's name in traces (its queue's), kept here so that a batch need not carry
+  /// a copy of it (a retain and a release per batch, for a name only tracing reads).
+  let name: String
   /// The emptied array of the last batch, `nil` while a batch of this executor is being run
   /// (its jobs are on the loop thread's stack, and a nested run must not start another).
   var spare: [UnownedJob]? = []

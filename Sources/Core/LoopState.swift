@@ -19,7 +19,7 @@ struct LoopState {
   /// the `epoll` set until a run in one of their modes puts them back.
   var heldTokens: Set<UInt64> = [] { didSet { structureDidChange() } }
   var performQueue = RequestList() {
-    didSet { published.performCount.store(performQueue.count, ordering: .sequentiallyConsistent) }
+    didSet { published.performCountDidChange(to: performQueue.count) }
   }
   var performBound = PerformQueueBound()
   /// The modes of the active runs, outermost first, for other threads (``EventRunLoop/currentMode``);
