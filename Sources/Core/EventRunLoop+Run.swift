@@ -93,10 +93,12 @@ extension EventRunLoop {
       throw .invalidArgument("'.common' names a set of modes; run in one of them instead")
     }
     let plan: RunPlan
-    if let timeout, timeout <= .zero {
+    // Compared as `attoseconds`, which the compiler sees through: `Duration`'s own `<=` and
+    // `.zero` are calls into the standard library, a tenth of an empty pass's own work.
+    if let timeout, timeout.attoseconds <= 0 {
       plan = RunPlan(
         deadline: nil, neverBlocks: true, returnAfterSourceHandled: returnAfterSourceHandled)
-    } else if let timeout, timeout < .seconds(Self.foreverSeconds) {
+    } else if let timeout, timeout.attoseconds < Self.foreverAttoseconds {
       plan = RunPlan(
         deadline: LoopClock.nanoseconds(of: .now + timeout), neverBlocks: false,
         returnAfterSourceHandled: returnAfterSourceHandled)
@@ -127,6 +129,7 @@ extension EventRunLoop {
 
   /// Timeouts at least this long (about 31 years) mean "no timeout".
   static let foreverSeconds: Int64 = 1 << 30
+  static var foreverAttoseconds: Int128 { Int128(foreverSeconds) * 1_000_000_000_000_000_000 }
 
   /// One run in one mode: steps 1 and 10 of the sequence of events around the passes.
   func runSpecific(mode: LoopMode, plan: RunPlan) -> RunResult {
