@@ -187,13 +187,18 @@ extension EventRunLoop {
     if !block {
       count = poller.wait(into: buffer, block: false)
     } else {
-      poller.arm(nanoseconds: wakeDeadline(in: mode, runDeadline: plan.deadline))
+      let deadline = wakeDeadline(in: mode, runDeadline: plan.deadline)
+      // With no descriptor to watch and no deadline, only a wake-up can end this sleep: the
+      // loop sleeps on its word (see `WakeState`), and the timerfd keeps whatever it was
+      // armed for (an old expiry is drained when `epoll` reports it).
+      let onSleepWord = deadline == nil && !self[passIn: mode].hasWatches
+      if !onSleepWord { poller.arm(nanoseconds: deadline) }
       if refreshInstruments().contains(.sleeps) {
         let start = LoopClock.now()
-        count = blockingWait(into: buffer)
+        count = blockingWait(into: buffer, onSleepWord: onSleepWord)
         reportSleep(from: start, to: LoopClock.now())
       } else {
-        count = blockingWait(into: buffer)
+        count = blockingWait(into: buffer, onSleepWord: onSleepWord)
       }
     }
     return count

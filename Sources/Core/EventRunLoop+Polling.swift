@@ -68,11 +68,15 @@ extension EventRunLoop {
   /// Step 7's blocking wait: polls first when the window is open and a polling place is
   /// free, then blocks; adjusts the window by how long the sleep took. Returns the number
   /// of events in `buffer`.
-  func blockingWait(into buffer: UnsafeMutableRawPointer) -> Int {
+  ///
+  /// With `onSleepWord`, the run watches no descriptor and has no deadline: only a wake-up
+  /// can end its sleep, so the loop blocks on its sleep word (see ``WakeState``) rather
+  /// than in `epoll`.
+  func blockingWait(into buffer: UnsafeMutableRawPointer, onSleepWord: Bool) -> Int {
     assertOnLoopThread()
     let limit = pollingLimit.load(ordering: .relaxed)
     guard limit > 0, local.polling.threadHasAnotherCPU() else {
-      return poller.wait(into: buffer, block: true)
+      return block(into: buffer, onSleepWord: onSleepWord)
     }
     let start = LoopClock.now()
     let window = min(local.polling.nanoseconds, limit)
@@ -82,9 +86,20 @@ extension EventRunLoop {
       local.polling.pollEnded(caught: caught != nil)
       if let caught { return caught }
     }
-    let count = poller.wait(into: buffer, block: true)
+    let count = block(into: buffer, onSleepWord: onSleepWord)
     local.polling.adapt(slept: LoopClock.now() - start, limit: limit)
     return count
+  }
+
+  /// Blocks until an event or a wake-up: on the sleep word when `onSleepWord` (no events
+  /// then: returns 0), else in `epoll`. A wake-up that came before the loop could sleep on
+  /// its word wrote to the eventfd, and `epoll` returns its event at once.
+  private func block(into buffer: UnsafeMutableRawPointer, onSleepWord: Bool) -> Int {
+    if onSleepWord, let woken = wakeState.sleepOnWord() {
+      if woken { local.wakeUpsTaken &+= 1 }
+      return 0
+    }
+    return poller.wait(into: buffer, block: true)
   }
 
   /// Non-blocking waits until an event or a wake-up arrives or `end` passes. Returns the

@@ -33,6 +33,23 @@ struct CrossThreadTests {
     #expect(!timer.isValid)
   }
 
+  // A loop whose run has no timeout and no timer sleeps on its wake word, not in epoll
+  // (see `WakeState`): a timer added from another thread must wake it, and the loop then
+  // sleeps in epoll until the timer's deadline, and fires it.
+  @Test func aTimerAddedFromAnotherThreadWakesALoopSleepingOnItsWord() throws {
+    let worker = try startUntimedLoopThread(name: "word")
+    defer { stopUntimedLoopThread(worker) }
+    let loop = worker.runLoop
+    #expect(eventually { isSleeping(in: futexSystemCall, thread: loop.threadID) })
+    let fired = Counter()
+    let timer = try LoopTimer(fireAt: .now + .milliseconds(20)) { _ in fired.increment() }
+    try loop.add(timer, mode: .default)
+    #expect(eventually { fired.count == 1 })
+    // With the timer gone, back to the word.
+    #expect(eventually { isSleeping(in: futexSystemCall, thread: loop.threadID) })
+    #expect(fired.count == 1)
+  }
+
   @Test func rescheduleFromAnotherThreadWakesTheSleepingLoop() throws {
     let fired = Counter()
     let timerBox = GuardedState<LoopTimer?>(nil)

@@ -1,0 +1,67 @@
+import CRunLoopLinux
+import Glibc
+import RunLoopCore
+import Synchronization
+
+/// The system call a thread of this process is blocked in, as the kernel reports it in
+/// `/proc/self/task/TID/syscall`; `nil` while the thread runs (or when the file cannot be
+/// read). Tells, without touching the thread, where a loop sleeps.
+public func blockedSystemCall(ofThread tid: pid_t) -> Int? {
+  let descriptor = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
+  guard descriptor >= 0 else { return nil }
+  defer { close(descriptor) }
+  var bytes = [UInt8](repeating: 0, count: 256)
+  let count = read(descriptor, &bytes, bytes.count)
+  guard count > 0 else { return nil }
+  let text = String(decoding: bytes[0..<count], as: UTF8.self)
+  guard let first = text.split(separator: " ").first else { return nil }
+  return Int(first)
+}
+
+/// Whether thread `tid` stays blocked in system call `call` over three readings 2 ms apart:
+/// a thread that only waits a moment for a lock (a `futex` too) is not asleep there.
+public func isSleeping(in call: Int, thread tid: pid_t) -> Bool {
+  for reading in 0..<3 {
+    if reading > 0 { usleep(2000) }
+    guard blockedSystemCall(ofThread: tid) == call else { return false }
+  }
+  return true
+}
+
+/// The `futex` system call's number on this machine.
+public let futexSystemCall = Int(SYS_futex)
+
+/// The `epoll_pwait` system call's number on this machine (what a loop's `epoll` sleep is).
+public let epollWaitSystemCall = Int(SYS_epoll_pwait)
+
+/// Starts a thread that runs its loop in the default mode (kept alive by an idle source)
+/// with no timeout, run after run, until ``stopUntimedLoopThread(_:)``. Returns once
+/// `setUp` has run on the thread (or thrown, which ends the thread).
+public func startUntimedLoopThread(
+  name: String, setUp: @escaping @Sendable (EventRunLoop) throws -> Void = { _ in }
+) throws -> RunLoopThread {
+  let ready = Atomic<Bool>(false)
+  let thread = RunLoopThread(name: name) { thread in
+    do {
+      defer { ready.store(true, ordering: .releasing) }
+      try thread.runLoop.add(CustomInputSource {}, mode: .default)
+      try setUp(thread.runLoop)
+    }
+    while !thread.isCancelled {
+      _ = try thread.runLoop.run(mode: .default, timeout: nil)
+    }
+  }
+  try thread.start()
+  while !ready.load(ordering: .acquiring) { usleep(100) }
+  return thread
+}
+
+/// Cancels a thread of ``startUntimedLoopThread(name:setUp:)`` and joins it. The stop goes
+/// through a perform request: a stop made while no run is active would be forgotten, and
+/// the thread's next run, having no timeout, would never end.
+public func stopUntimedLoopThread(_ thread: RunLoopThread) {
+  thread.cancel()
+  let loop = thread.runLoop
+  loop.perform { loop.stop() }
+  try? thread.join()
+}
