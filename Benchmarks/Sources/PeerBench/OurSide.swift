@@ -3,6 +3,11 @@ import RunLoopCore
 import RunLoopTimers
 
 /// A loop thread of ours that runs its loop (kept alive by an idle source) until stopped.
+///
+/// Its runs have no timeout, as the peers' loops run (`uv_run`, `sd_event_loop`,
+/// `g_main_loop_run`, NIO's loops): until told to stop. With no timeout and no descriptor to
+/// watch, a run sleeps on its loop's wake word rather than in `epoll` (see the Core's
+/// `WakeState`); the C peers have no such sleep.
 final class OurLoopThread: Sendable {
   let thread: RunLoopThread
 
@@ -11,7 +16,7 @@ final class OurLoopThread: Sendable {
       let loop = EventRunLoop.current
       try loop.add(CustomInputSource(name: "keep-alive") {}, mode: .default)
       while !thread.isCancelled {
-        _ = try loop.run(mode: .default, timeout: .seconds(1))
+        _ = try loop.run(mode: .default, timeout: nil)
       }
     }
     try thread.start()
@@ -27,9 +32,12 @@ final class OurLoopThread: Sendable {
   }
 
   /// Stops the loop and joins its thread.
+  /// The stop goes through a perform request: a stop made between two runs would be
+  /// forgotten (as in CoreFoundation), and the next run, with no timeout, would never end.
   func stop() throws {
     thread.cancel()
-    loop.stop()
+    let loop = loop
+    loop.perform { loop.stop() }
     try thread.join()
   }
 }
