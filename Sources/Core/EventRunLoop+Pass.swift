@@ -44,8 +44,11 @@ extension EventRunLoop {
         // Step 6: notify observers that the thread is about to sleep.
         if mayBlock { notify(.beforeWaiting) }
         // Step 7: sleep until a descriptor, a timer, the timeout or a wake-up (one that step 5
-        // already took means there is no sleep).
-        eventCount = sleep(mode: mode, plan: plan, block: mayBlock && !woken, buffer: buffer)
+        // already took means there is no sleep: the pass only takes the events there are).
+        eventCount =
+          mayBlock && !woken
+          ? sleep(mode: mode, plan: plan, buffer: buffer)
+          : poller.wait(into: buffer, block: false)
         // From here until the next pass begins, wake-ups are dropped (see `WakeState`).
         startIgnoringWakeUps(afterTaking: eventCount, in: buffer)
         // Step 8: notify observers that the thread woke.
@@ -108,12 +111,19 @@ extension EventRunLoop {
   /// ``WakeState/eventTakenWhileIgnoring()``), before any call-out.
   private func startIgnoringWakeUps(afterTaking count: Int, in buffer: UnsafeMutableRawPointer) {
     local.ignoringWakeUps = true
+    if count > 0, tookWakeEvent(count, in: buffer) { return }
+    wakeState.startIgnoring()
+  }
+
+  /// Whether the `count` events in `buffer` hold the wake-up's; tells the wake state so if
+  /// they do (taken and ignoring from now on).
+  private func tookWakeEvent(_ count: Int, in buffer: UnsafeMutableRawPointer) -> Bool {
     for index in 0..<count where poller.event(index, in: buffer).token == Poller.wakeToken {
       wakeState.eventTakenWhileIgnoring()
       local.wakeUpsTaken &+= 1
-      return
+      return true
     }
-    wakeState.startIgnoring()
+    return false
   }
 
   /// Puts the held watches of `mode` back into the `epoll` set (a pass calls it only when
@@ -177,30 +187,21 @@ extension EventRunLoop {
   }
 
   /// Step 7: sleeps until the earliest of the run's deadline and the deadline sources'
-  /// deadlines, an event, or a wake-up; with `block` false, only takes the events that are
-  /// there. Returns the number of events; the caller tells the wake state at once whether
-  /// they hold the wake-up's.
-  private func sleep(mode: LoopMode, plan: RunPlan, block: Bool, buffer: UnsafeMutableRawPointer)
-    -> Int
-  {
-    let count: Int
-    if !block {
-      count = poller.wait(into: buffer, block: false)
-    } else {
-      let deadline = wakeDeadline(in: mode, runDeadline: plan.deadline)
-      // With no descriptor to watch and no deadline, only a wake-up can end this sleep: the
-      // loop sleeps on its word (see `WakeState`), and the timerfd keeps whatever it was
-      // armed for (an old expiry is drained when `epoll` reports it).
-      let onSleepWord = deadline == nil && !self[passIn: mode].hasWatches
-      if !onSleepWord { poller.arm(nanoseconds: deadline) }
-      if refreshInstruments().contains(.sleeps) {
-        let start = LoopClock.now()
-        count = blockingWait(into: buffer, onSleepWord: onSleepWord)
-        reportSleep(from: start, to: LoopClock.now())
-      } else {
-        count = blockingWait(into: buffer, onSleepWord: onSleepWord)
-      }
+  /// deadlines, an event, or a wake-up. Returns the number of events; the caller tells the
+  /// wake state at once whether they hold the wake-up's.
+  private func sleep(mode: LoopMode, plan: RunPlan, buffer: UnsafeMutableRawPointer) -> Int {
+    let deadline = wakeDeadline(in: mode, runDeadline: plan.deadline)
+    // With no descriptor to watch and no deadline, only a wake-up can end this sleep: the
+    // loop sleeps on its word (see `WakeState`), and the timerfd keeps whatever it was armed
+    // for (an old expiry is drained when `epoll` reports it).
+    let onSleepWord = deadline == nil && !self[passIn: mode].hasWatches
+    if !onSleepWord { poller.arm(nanoseconds: deadline) }
+    guard refreshInstruments().contains(.sleeps) else {
+      return blockingWait(into: buffer, onSleepWord: onSleepWord)
     }
+    let start = LoopClock.now()
+    let count = blockingWait(into: buffer, onSleepWord: onSleepWord)
+    reportSleep(from: start, to: LoopClock.now())
     return count
   }
 
