@@ -124,11 +124,13 @@ extension EventRunLoop {
   /// loop.remove(watch, mode: .common)
   /// ```
   public func remove(_ watch: DescriptorWatch, mode: LoopMode) {
-    state.withLock { state in
-      guard state.watches.remove(watch, from: mode) else { return }
-      guard state.watches.modes(of: watch).isEmpty else { return }
-      unregister(watch, state: &state)
+    let running = state.withLock { state -> Bool in
+      guard state.watches.remove(watch, from: mode) else { return false }
+      if state.watches.modes(of: watch).isEmpty { unregister(watch, state: &state) }
+      return runs.depth > 0
     }
+    // As for a source: a run whose mode this emptied must not sleep on.
+    if running && !isCurrent { wakeUp() }
   }
 
   /// Whether `watch` takes part in runs in `mode`.
@@ -146,11 +148,13 @@ extension EventRunLoop {
 
   /// Removes `watch` from every mode of this loop.
   func removeEverywhere(_ watch: DescriptorWatch) {
-    state.withLock { state in
-      guard state.watchesByToken[watch.token] != nil else { return }
+    let running = state.withLock { state -> Bool in
+      guard state.watchesByToken[watch.token] != nil else { return false }
       for mode in state.watches.modes(of: watch) { state.watches.remove(watch, from: mode) }
       unregister(watch, state: &state)
+      return runs.depth > 0
     }
+    if running && !isCurrent { wakeUp() }
   }
 
   /// Takes `watch` out of this loop; called with the loop's lock held. The watch's own list

@@ -121,4 +121,33 @@ struct DescriptorAndLifecycleEdgeTests {
     }
     #expect(leaked == 0, "\(leaked) watches stayed registered after invalidate()")
   }
+
+  // A run whose only item is a watch sleeps in epoll; removing or invalidating the watch
+  // from another thread empties the mode, and the run must end (`finished`), not sleep on.
+  @Test(arguments: [false, true])
+  func removingTheLastWatchFromAnotherThreadEndsTheRun(byInvalidating: Bool) throws {
+    let pipe = Pipe()
+    let watch = DescriptorWatch(fileDescriptor: pipe.readEnd) { _ in }
+    let result = GuardedState<RunResult?>(nil)
+    let thread = RunLoopThread(name: "only-watch") { thread in
+      try thread.runLoop.add(watch, mode: .default)
+      let value = try thread.runLoop.run(mode: .default, timeout: nil)
+      result.withLock { $0 = value }
+    }
+    try thread.start()
+    let loop = thread.runLoop
+    #expect(eventually { isSleeping(in: epollWaitSystemCall, thread: loop.threadID) })
+    if byInvalidating {
+      watch.invalidate()
+    } else {
+      loop.remove(watch, mode: .default)
+    }
+    let ended = eventually { result.withLock { $0 } != nil }
+    // A run that slept on would never end by itself: stopped here, it fails the test instead
+    // of hanging it.
+    if !ended { loop.stop() }
+    try thread.join()
+    #expect(ended)
+    #expect(result.withLock { $0 } == .finished)
+  }
 }
