@@ -196,7 +196,9 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// ```
   public var threadState: String?
   /// Where in the kernel the stalled thread waited (`/proc/.../wchan`: `futex_wait_queue` for
-  /// a lock, `do_epoll_wait`...), `0` when running; only in stall records.
+  /// a lock, `do_epoll_wait`...), `0` when running; only in stall records. Read just after
+  /// the stall was seen: a loop that went back to sleep meanwhile shows its sleep
+  /// (`do_epoll_wait`, or `futex_wait_queue` for a run sleeping on its wake word).
   ///
   /// ```swift
   /// let waitingIn = record.wchan
