@@ -52,9 +52,22 @@ public final class PrivateJournald: @unchecked Sendable {
   /// The journald's process id.
   public var pid: pid_t { process.processIdentifier }
 
-  /// Stops the journald (SIGSTOP): it reads nothing until ``resume()``.
+  /// Stops the journald (SIGSTOP): it reads nothing until ``resume()``. Returns once the
+  /// kernel reports the process stopped (state `T` in `/proc/PID/stat`), or after 10 s: a
+  /// signal takes effect only when the process next runs, and on a loaded machine a journald
+  /// that has not stopped yet still reads what a test sends it "while stopped".
   public func stop() {
     kill(pid, SIGSTOP)
+    let deadline = ContinuousClock.now + .seconds(10)
+    while processState() != "T", ContinuousClock.now < deadline { usleep(1000) }
+  }
+
+  /// The journald's scheduling state, the third field of `/proc/PID/stat` (`S`, `R`, `T`...).
+  private func processState() -> Character? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+      let end = stat.lastIndex(of: ")")
+    else { return nil }
+    return stat[stat.index(after: end)...].first { $0 != " " }
   }
 
   /// Resumes a stopped journald (SIGCONT).
