@@ -158,8 +158,13 @@ struct JournalSinkTests {
 
   @Test(.enabled(if: journaldAvailable, "no journald could be started"))
   func stoppedJournaldMakesTheSinkDropWhileTheLoopKeepsRunning() throws {
+    // The machine's journald takes no argument. Other tests run journalds of their own
+    // (`PrivateJournald`), with the same process name and their namespace as argument:
+    // stopping and resuming one of those instead would break the test that owns it (it
+    // did: a concurrent test found its stopped journald resumed and reading).
     let pids = try runProgram("/usr/bin/pgrep", ["-x", "systemd-journal"]).output
       .split(separator: "\n").compactMap { pid_t($0) }
+      .filter { commandLineArgumentCount(of: $0) == 1 }
     let journald = try #require(pids.first, "journald answers but no systemd-journal process")
     let identifier = "runloop-stopped-\(UInt32.random(in: 0...UInt32.max))"
     let journal = try JournalSink(identifier: identifier, capacity: 64)
@@ -189,4 +194,11 @@ struct JournalSinkTests {
     let reported = reports.compactMap { $0["RUNLOOP_DROPPED"].flatMap { UInt64($0) } }
     #expect(reported.reduce(0, +) == final.dropped)
   }
+}
+
+/// How many arguments (the program included) process `pid` was started with, from
+/// `/proc/PID/cmdline`; 0 when it cannot be read.
+private func commandLineArgumentCount(of pid: pid_t) -> Int {
+  guard let bytes = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return 0 }
+  return bytes.split(separator: 0).count
 }
