@@ -106,7 +106,7 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
       guard !state.threadExited else { return false }
       addOwnJobQueueIfNeeded(&state)
       state.jobQueues[slot].append(job, stamp: stamp)
-      published.jobCountDidChange(to: published.jobCount.load(ordering: .relaxed) + 1)
+      published.jobCountDidChange(by: 1)
       return true
     }
     guard accepted else {
@@ -186,8 +186,7 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
 
       func batch(_ taken: (slot: Int, jobs: [UnownedJob]), anotherIsRunnable: Bool) -> JobBatch {
         slot = taken.slot
-        published.jobCountDidChange(
-          to: published.jobCount.load(ordering: .relaxed) - taken.jobs.count)
+        published.jobCountDidChange(by: -taken.jobs.count)
         return JobBatch(
           jobs: taken.jobs, stamps: state.jobQueues[taken.slot].takeStamps(),
           serialExecutor: state.jobQueues[taken.slot].serialExecutor,

@@ -22,9 +22,9 @@ final class PublishedState: Sendable {
     Self.publish(count, in: performCount)
   }
 
-  /// Publishes the queued jobs' new total (under the state's lock).
-  func jobCountDidChange(to count: Int) {
-    Self.publish(count, in: jobCount)
+  /// Publishes the queued jobs' total moved on by `delta` (under the state's lock).
+  func jobCountDidChange(by delta: Int) {
+    Self.publish(jobCount.load(ordering: .relaxed) + delta, in: jobCount)
   }
 
   /// Stores `count`, sequentially consistent when it grew (see the type's comment). The load
