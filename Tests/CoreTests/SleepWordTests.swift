@@ -10,8 +10,8 @@ import Testing
 @Suite("Sleeping on the wake word")
 struct SleepWordTests {
   @Test func aRunWithNoDescriptorAndNoDeadlineSleepsOnItsWordAndAPerformWakesIt() throws {
-    let worker = try startUntimedLoopThread(name: "word")
-    defer { stopUntimedLoopThread(worker) }
+    let worker = try startLoopThread(name: "word", runTimeout: nil)
+    defer { stopLoopThread(worker) }
     let loop = worker.runLoop
     #expect(eventually { isSleeping(in: futexSystemCall, thread: loop.threadID) })
     let ran = Atomic<Int>(0)
@@ -34,10 +34,10 @@ struct SleepWordTests {
 
   @Test func aRunWhoseModeWatchesADescriptorSleepsInEpoll() throws {
     let pipe = Pipe()
-    let worker = try startUntimedLoopThread(name: "watching") { loop in
+    let worker = try startLoopThread(name: "watching", runTimeout: nil) { loop in
       try loop.add(DescriptorWatch(fileDescriptor: pipe.readEnd) { _ in }, mode: .default)
     }
-    defer { stopUntimedLoopThread(worker) }
+    defer { stopLoopThread(worker) }
     let loop = worker.runLoop
     #expect(eventually { isSleeping(in: epollWaitSystemCall, thread: loop.threadID) })
   }
@@ -46,8 +46,8 @@ struct SleepWordTests {
   // another thread while it sleeps there must still be heard, and from then on the loop
   // sleeps in epoll, where the descriptor's readiness reaches it.
   @Test func aWatchAddedFromAnotherThreadWakesALoopSleepingOnItsWord() throws {
-    let worker = try startUntimedLoopThread(name: "word")
-    defer { stopUntimedLoopThread(worker) }
+    let worker = try startLoopThread(name: "word", runTimeout: nil)
+    defer { stopLoopThread(worker) }
     let loop = worker.runLoop
     #expect(eventually { isSleeping(in: futexSystemCall, thread: loop.threadID) })
     let pipe = Pipe()
@@ -76,7 +76,12 @@ struct SleepWordTests {
     let loop = thread.runLoop
     #expect(eventually { isSleeping(in: futexSystemCall, thread: loop.threadID) })
     loop.stop()
+    let ended = eventually { result.withLock { $0 } != nil }
+    // A lost stop would leave a run with no timeout sleeping for good: ended here through a
+    // perform request, it fails the test instead of hanging it.
+    if !ended { loop.perform { loop.stop() } }
     try thread.join()
+    #expect(ended)
     #expect(result.withLock { $0 } == .stopped)
   }
 
@@ -85,10 +90,10 @@ struct SleepWordTests {
   @Test func aSignalledSourceWakesALoopSleepingOnItsWord() throws {
     let performed = Atomic<Int>(0)
     let source = CustomInputSource(name: "signalled") { performed.add(1, ordering: .relaxed) }
-    let worker = try startUntimedLoopThread(name: "word") { loop in
+    let worker = try startLoopThread(name: "word", runTimeout: nil) { loop in
       try loop.add(source, mode: .default)
     }
-    defer { stopUntimedLoopThread(worker) }
+    defer { stopLoopThread(worker) }
     let loop = worker.runLoop
     #expect(eventually { isSleeping(in: futexSystemCall, thread: loop.threadID) })
     source.signal()

@@ -127,7 +127,7 @@ struct RunCommandExitPathTests {
   func aStoppedJournaldCostsOneShutdownBoundAndItsLossIsReported() throws {
     let journald = try PrivateJournald()
     defer { journald.terminate() }
-    journald.stop()
+    try #require(journald.stop(), "the private journald did not stop")
     defer { journald.resume() }
     let start = ContinuousClock.now
     let result = try runDemo(

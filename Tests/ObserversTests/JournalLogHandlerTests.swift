@@ -166,7 +166,7 @@ struct JournalLogHandlerTests {
     }
     logger.info("before the stall")
     #expect(eventually(10) { ((try? journald.entries(identifier: identifier)) ?? []).count == 1 })
-    journald.stop()
+    try #require(journald.stop(), "the private journald did not stop")
     let droppedBefore = JournalLogHandler.droppedLines
     // Far more lines than the socket's queue holds: with a blocking send the 11th or so
     // would wait for ever; here every call returns, and the lines journald could not take

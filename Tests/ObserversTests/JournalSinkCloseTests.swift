@@ -34,7 +34,7 @@ struct JournalSinkCloseTests {
       identifier: identifier, destination: .socket(path: journald.socketPath), capacity: 10_000,
       rateLimit: nil)
     let tracer = LoopTracer(sinks: [sink])
-    journald.stop()
+    try #require(journald.stop(), "the private journald did not stop")
     let passes = 100
     do {
       defer { journald.resume() }
@@ -72,7 +72,7 @@ struct JournalSinkCloseTests {
         rateLimit: nil)
     }
     let tracer = LoopTracer(sinks: sinks)
-    journald.stop()
+    try #require(journald.stop(), "the private journald did not stop")
     defer { journald.resume() }
     try trace(tracer, passes: 20)
     let start = ContinuousClock.now

@@ -1,7 +1,5 @@
 import CRunLoopLinux
 import Glibc
-import RunLoopCore
-import Synchronization
 
 /// The system call a thread of this process is blocked in, as the kernel reports it in
 /// `/proc/self/task/TID/syscall`; `nil` while the thread runs (or when the file cannot be
@@ -33,35 +31,3 @@ public let futexSystemCall = Int(SYS_futex)
 
 /// The `epoll_pwait` system call's number on this machine (what a loop's `epoll` sleep is).
 public let epollWaitSystemCall = Int(SYS_epoll_pwait)
-
-/// Starts a thread that runs its loop in the default mode (kept alive by an idle source)
-/// with no timeout, run after run, until ``stopUntimedLoopThread(_:)``. Returns once
-/// `setUp` has run on the thread (or thrown, which ends the thread).
-public func startUntimedLoopThread(
-  name: String, setUp: @escaping @Sendable (EventRunLoop) throws -> Void = { _ in }
-) throws -> RunLoopThread {
-  let ready = Atomic<Bool>(false)
-  let thread = RunLoopThread(name: name) { thread in
-    do {
-      defer { ready.store(true, ordering: .releasing) }
-      try thread.runLoop.add(CustomInputSource {}, mode: .default)
-      try setUp(thread.runLoop)
-    }
-    while !thread.isCancelled {
-      _ = try thread.runLoop.run(mode: .default, timeout: nil)
-    }
-  }
-  try thread.start()
-  while !ready.load(ordering: .acquiring) { usleep(100) }
-  return thread
-}
-
-/// Cancels a thread of ``startUntimedLoopThread(name:setUp:)`` and joins it. The stop goes
-/// through a perform request: a stop made while no run is active would be forgotten, and
-/// the thread's next run, having no timeout, would never end.
-public func stopUntimedLoopThread(_ thread: RunLoopThread) {
-  thread.cancel()
-  let loop = thread.runLoop
-  loop.perform { loop.stop() }
-  try? thread.join()
-}

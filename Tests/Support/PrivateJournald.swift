@@ -53,13 +53,18 @@ public final class PrivateJournald: @unchecked Sendable {
   public var pid: pid_t { process.processIdentifier }
 
   /// Stops the journald (SIGSTOP): it reads nothing until ``resume()``. Returns once the
-  /// kernel reports the process stopped (state `T` in `/proc/PID/stat`), or after 10 s: a
-  /// signal takes effect only when the process next runs, and on a loaded machine a journald
-  /// that has not stopped yet still reads what a test sends it "while stopped".
-  public func stop() {
+  /// kernel reports the process stopped (state `T` in `/proc/PID/stat`): `true`, or `false`
+  /// when it still ran after 10 s (a signal takes effect only when the process next runs,
+  /// and a journald not stopped yet still reads what a test sends it "while stopped").
+  @discardableResult
+  public func stop() -> Bool {
     kill(pid, SIGSTOP)
     let deadline = ContinuousClock.now + .seconds(10)
-    while processState() != "T", ContinuousClock.now < deadline { usleep(1000) }
+    while processState() != "T" {
+      guard ContinuousClock.now < deadline else { return false }
+      usleep(1000)
+    }
+    return true
   }
 
   /// The journald's scheduling state, the third field of `/proc/PID/stat` (`S`, `R`, `T`...).

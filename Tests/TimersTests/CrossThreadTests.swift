@@ -37,13 +37,15 @@ struct CrossThreadTests {
   // (see `WakeState`): a timer added from another thread must wake it, and the loop then
   // sleeps in epoll until the timer's deadline, and fires it.
   @Test func aTimerAddedFromAnotherThreadWakesALoopSleepingOnItsWord() throws {
-    let worker = try startUntimedLoopThread(name: "word")
-    defer { stopUntimedLoopThread(worker) }
+    let worker = try startLoopThread(name: "word", runTimeout: nil)
+    defer { stopLoopThread(worker) }
     let loop = worker.runLoop
     #expect(eventually { isSleeping(in: futexSystemCall, thread: loop.threadID) })
     let fired = Counter()
-    let timer = try LoopTimer(fireAt: .now + .milliseconds(20)) { _ in fired.increment() }
+    let timer = try LoopTimer(fireAt: .now + .seconds(1)) { _ in fired.increment() }
     try loop.add(timer, mode: .default)
+    #expect(eventually { isSleeping(in: epollWaitSystemCall, thread: loop.threadID) })
+    #expect(fired.count == 0)
     #expect(eventually { fired.count == 1 })
     // With the timer gone, back to the word.
     #expect(eventually { isSleeping(in: futexSystemCall, thread: loop.threadID) })
