@@ -36,7 +36,7 @@ func actorPingPong(
   let before = try usage()
   let start = nanosNow()
   Task { await a.serve(b, count: count, done: done) }
-  done.wait()
+  try done.wait(for: "the actor ping-pong")
   let elapsed = nanosNow() - start
   return ThreadedSample(nanoseconds: elapsed, before: before, after: try usage())
 }
@@ -60,13 +60,19 @@ extension NIOSide {
       let loop = loops[0]
       let done = Latch()
       nonisolated(unsafe) var elapsed: UInt64 = 0
+      nonisolated(unsafe) var failure: (any Error)?
       Task {
         let start = nanosNow()
-        for _ in 0..<count { try? await loop.submit {}.get() }
+        do {
+          for _ in 0..<count { try await loop.submit {}.get() }
+        } catch {
+          failure = error
+        }
         elapsed = nanosNow() - start
         done.signal()
       }
-      done.wait()
+      try done.wait(for: "NIO's awaited submits")
+      if let failure { throw failure }
       return Double(count) / (Double(elapsed) / 1e9)
     }
   }

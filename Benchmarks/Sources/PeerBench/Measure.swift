@@ -21,7 +21,19 @@ func median(_ values: [Double]) -> Double {
 final class Latch: Sendable {
   private let semaphore = DispatchSemaphore(value: 0)
   func signal() { semaphore.signal() }
-  func wait() { semaphore.wait() }
+
+  /// Waits for the signal; throws when it has not come within a minute (a lost wake-up or
+  /// a side that failed), so that the row reports a failure instead of hanging the bench.
+  func wait(for work: String) throws {
+    guard semaphore.wait(timeout: .now() + .seconds(60)) == .success else {
+      throw StalledSide(description: "\(work) did not finish within 60 s")
+    }
+  }
+}
+
+/// A measured side that never finished, or whose work failed.
+struct StalledSide: Error, CustomStringConvertible {
+  let description: String
 }
 
 /// Runs `body` on a new thread and waits for it: each side's single-thread work starts on a

@@ -81,7 +81,7 @@ enum NIOSide {
       let before = try usage(a, b)
       let start = nanosNow()
       b.execute { ball.atB() }
-      ball.done.wait()
+      try ball.done.wait(for: "NIO's ping-pong")
       let elapsed = nanosNow() - start
       return ThreadedSample(nanoseconds: elapsed, before: before, after: try usage(a, b))
     }

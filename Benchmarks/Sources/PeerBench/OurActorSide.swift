@@ -25,13 +25,19 @@ enum OurActorSide {
     let loop = worker.loop
     let done = Latch()
     nonisolated(unsafe) var elapsed: UInt64 = 0
+    nonisolated(unsafe) var failure: (any Error)?
     Task {
       let start = nanosNow()
-      for _ in 0..<count { try? await loop.perform {} }
+      do {
+        for _ in 0..<count { try await loop.perform {} }
+      } catch {
+        failure = error
+      }
       elapsed = nanosNow() - start
       done.signal()
     }
-    done.wait()
+    try done.wait(for: "our awaited performs")
+    if let failure { throw failure }
     return Double(count) / (Double(elapsed) / 1e9)
   }
 }

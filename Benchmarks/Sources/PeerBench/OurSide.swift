@@ -123,7 +123,7 @@ enum OurSide {
     let before = try a.usage() + b.usage()
     let start = nanosNow()
     b.loop.perform { ball.atB() }
-    ball.done.wait()
+    try ball.done.wait(for: "our ping-pong")
     let elapsed = nanosNow() - start
     return ThreadedSample(nanoseconds: elapsed, before: before, after: try a.usage() + b.usage())
   }
