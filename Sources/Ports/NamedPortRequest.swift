@@ -54,7 +54,8 @@ public final class NamedPortRequest: Sendable {
   /// ```
   ///
   /// - Returns: `false` when there is no one to answer: a one-way message, a request
-  ///   already answered, or one the server answered itself because its consumer ended.
+  ///   already answered, one the server answered itself because its consumer ended, or one
+  ///   whose server was invalidated before the reply.
   @discardableResult
   public func reply(_ data: [UInt8] = []) -> Bool {
     guard let ticket else { return false }

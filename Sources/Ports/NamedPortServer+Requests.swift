@@ -65,8 +65,10 @@ extension NamedPortServer {
             return
           }
           book.receive(message, route: route, into: feed)
-        } closed: {
-          // Invalidated directly: the consumer's `for await` ends instead of waiting for ever.
+        } closed: { [weak book] in
+          // Invalidated directly: no request still waiting can be answered now, and the
+          // consumer's `for await` ends (after what it buffered) instead of waiting for ever.
+          book?.abandon()
           feed.finish()
         }
         return book
@@ -186,6 +188,19 @@ final class _RequestBook: Sendable {
     if answer(ticket, with: .failure(.dropped(server.name))) {
       server.count { $0.requestsUnanswered += 1 }
     }
+  }
+
+  /// The server was invalidated directly and its connections are closed: no request still
+  /// waiting can be answered. Takes them all, so that a later ``NamedPortRequest/reply(_:)``
+  /// says `false` instead of accepting an answer nobody will get, and counts each once, as
+  /// an answer whose client is gone.
+  func abandon() {
+    let lost = state.withLock { state -> Int in
+      state.stopped = true
+      defer { state.waiting = [:] }
+      return state.waiting.count
+    }
+    server.count { $0.repliesUndelivered += lost }
   }
 
   /// The consumer ended: answers every request still waiting, then invalidates the server

@@ -111,7 +111,8 @@ public struct NamedPortStatistics: Sendable, Hashable {
   /// ```
   public var requestsAnsweredAtStop = 0
   /// Replies of a requests sequence whose client had gone (its connection closed) by the
-  /// time the reply was sent.
+  /// time the reply was sent, and requests still waiting for their reply when the server was
+  /// invalidated (it closed their connections: no reply can reach them).
   ///
   /// ```swift
   /// print("\(server.statistics.repliesUndelivered) replies found their client gone")

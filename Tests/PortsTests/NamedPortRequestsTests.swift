@@ -84,6 +84,34 @@ struct NamedPortRequestsTests {
     #expect(!server.isValid)
   }
 
+  // A request still waiting when its server is invalidated can no longer be answered (its
+  // connection is closed): the reply says so, the client learns it from its side, and the
+  // loss is counted once, as an answer that did not reach its client.
+  @Test func aReplyAfterTheServerWasInvalidatedIsRefusedAndCountedOnce() async throws {
+    let temporary = try TemporaryRegistry()
+    let worker = try startLoopThread(name: "requests-abandoned")
+    defer { stopLoopThread(worker) }
+    let (server, requests) = try NamedPortServer.requests(
+      name: "abandoned", registry: temporary.registry, on: worker.runLoop)
+    try await onLoop(worker.runLoop) {
+      let port = try NamedPort(name: "abandoned", registry: temporary.registry)
+      let client = Task {
+        await failureCode { () async throws(RunLoopError) -> [UInt8] in
+          try await port.request(msgid: 1, data: [1], receiveTimeout: .seconds(30))
+        }
+      }
+      for await request in requests {
+        #expect(request.expectsReply)
+        server.invalidate()
+        #expect(!request.reply([10]))
+      }
+      #expect(await client.value != nil)
+    }
+    #expect(server.statistics.repliesUndelivered == 1)
+    #expect(server.statistics.requestsAnsweredAtStop == 0)
+    #expect(server.statistics.requestsUnanswered == 0)
+  }
+
   @Test func repliesSentOutOfOrderFromOtherThreadsReachTheRightClients() async throws {
     let temporary = try TemporaryRegistry()
     let worker = try startLoopThread(name: "requests-routing")
