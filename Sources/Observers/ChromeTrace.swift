@@ -43,7 +43,8 @@ public enum ChromeTrace {
   /// `path`, one event at a time: memory stays bounded whatever the trace's size (the
   /// threads' names, their open runs, and for the flow arrows at most 65,536 call-outs and
   /// as many effects waiting for their cause). Bad lines are skipped (the reader counts
-  /// them). Returns how many events it wrote.
+  /// them). Returns how many events it wrote; ``write(from:toFileAt:)->(_,_,_)`` with this
+  /// one reader also says how many arrows and how many causes were not found.
   ///
   /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when reading the trace or
   ///   writing the file fails, with that call's `errno`.
@@ -56,13 +57,7 @@ public enum ChromeTrace {
   public static func write(from reader: TraceLogReader, toFileAt path: String)
     throws(RunLoopError) -> Int
   {
-    try writeDocument(toFileAt: path) { emit, failed throws(RunLoopError) in
-      var converter = _ChromeEventConverter()
-      while !failed(), let record = try reader.next() {
-        converter.add(record, emit)
-      }
-      converter.finish(emit)
-    }
+    try write(from: [reader], toFileAt: path).events
   }
 
   /// Writes one Chrome Trace Event document of several JSON logs, typically one per process
