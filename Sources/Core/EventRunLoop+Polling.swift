@@ -92,12 +92,18 @@ extension EventRunLoop {
   }
 
   /// Blocks until an event or a wake-up: on the sleep word when `onSleepWord` (no events
-  /// then: returns 0), else in `epoll`. A wake-up that came before the loop could sleep on
-  /// its word wrote to the eventfd, and `epoll` returns its event at once.
+  /// then: returns 0), else in `epoll`. A wake-up that came during the pass does not let the
+  /// sleep block: the loop takes the events there are and goes on. One that wrote to the
+  /// eventfd before the loop could sleep on its word is taken from `epoll`, which returns
+  /// its event at once.
   private func block(into buffer: UnsafeMutableRawPointer, onSleepWord: Bool) -> Int {
     if onSleepWord, let woken = wakeState.sleepOnWord() {
       if woken { local.wakeUpsTaken &+= 1 }
       return 0
+    }
+    if wakeState.beginBlocking() == .woken {
+      local.wakeUpsTaken &+= 1
+      return poller.wait(into: buffer, block: false)
     }
     return poller.wait(into: buffer, block: true)
   }
@@ -107,11 +113,17 @@ extension EventRunLoop {
   /// nothing came; counts the poll.
   ///
   /// While it polls, the wake state is `polling` (see ``WakeState``), so a `wakeUp()` marks
-  /// it instead of writing to the eventfd.
+  /// it instead of writing to the eventfd. A wake-up that came during the pass ends the poll
+  /// before it begins.
   private func poll(into buffer: UnsafeMutableRawPointer, from start: Int64, until end: Int64)
     -> Int?
   {
-    let marking = wakeState.beginPolling()
+    let entry = wakeState.beginPolling()
+    if entry == .woken {
+      local.wakeUpsTaken &+= 1
+      return poller.wait(into: buffer, block: false)
+    }
+    let marking = entry == .entered
     var count = 0
     var now = start
     var marked = false

@@ -5,18 +5,23 @@ import Synchronization
 /// The wake-up protocol between a loop and the threads that wake it, in one place: the
 /// state both sides read and write, and its transitions.
 ///
-/// A loop that sleeps in `epoll_wait` is woken by a write to its `eventfd`. A write is a
-/// system call, so a wake-up skips it when the loop will see the work anyway:
+/// A wake-up costs a system call only when the loop is asleep, or about to be. While the
+/// loop is in a pass, a wake-up only notes itself in the state, and the loop reads the note
+/// before it sleeps, so the sleep does not block:
 ///
 /// ```
-///            wakeUp(): write          the loop takes the event
-///   awake ───────────────────► written ──────────────────────► awake
-///     │ the loop starts polling
-///     ▼          wakeUp(): no write         the poll ends
-///   polling ─────────────────► marked ─────────────────────► awake
+///            wakeUp(): no write             step 7 takes the note, does not block
+///   awake ───────────────────► noted ──────────────────────────────────────► awake
+///     │ step 7 is about to block in epoll
+///     ▼          wakeUp(): write           the loop takes the event
+///   blocking ────────────────► written ──────────────────────────► awake
 /// ```
 ///
-/// - `awake`: no wake-up is outstanding; the next ``request(writingTo:)`` writes.
+/// - `awake`: the loop is in a pass and will read the state before it sleeps; a wake-up
+///   notes itself (`noted`) and makes no system call.
+/// - `noted`: a wake-up came during the pass; the coming sleep takes it instead of blocking.
+/// - `blocking`: the loop is about to block in `epoll_wait`, or blocks there; a wake-up
+///   writes to the `eventfd`.
 /// - `written`: a wake-up wrote and the loop has not taken the event from `epoll` yet;
 ///   further wake-ups skip their write (what they changed is read after the loop takes it).
 /// - `polling`: the loop polls before it sleeps (`EventRunLoop+Polling.swift`); a wake-up
@@ -51,12 +56,24 @@ import Synchronization
 ///
 /// Every access is sequentially consistent. A waker publishes its change (a signal, a
 /// queued request) and then reads the state; the loop clears the state and then reads what
-/// wakers publish. In the single total order of those operations one of the two sees the
-/// other's write: either the pass sees the change, or the waker sees the state clear and
-/// writes, which reports a new event.
+/// wakers publish, and it reads the state again as it enters a wait (`blocking`, `polling`,
+/// `sleeping`). In the single total order of those operations one of the two sees the
+/// other's write: either the pass sees the change, or the wait finds the note, or the waker
+/// finds the loop waiting and wakes it.
 struct WakeState: ~Copyable, Sendable {
   private enum Phase: UInt8 {
-    case awake, written, polling, marked, ignoring, dropped, sleeping, roused
+    case awake, noted, blocking, written, polling, marked, ignoring, dropped, sleeping, roused
+  }
+
+  /// What step 7 finds as it enters a wait (``beginBlocking()``, ``beginPolling()``).
+  enum WaitEntry {
+    /// The loop waits; a wake-up from now on reaches it (a write, a mark).
+    case entered
+    /// A wake-up came during the pass and noted itself: the loop does not wait, and the
+    /// state is `awake` again.
+    case woken
+    /// A wake-up wrote to the eventfd, and `epoll` reports its event at once.
+    case eventPending
   }
 
   /// Where a run began, for ``runEnds(beganIn:)``: inside a pass of an outer run, or in an
@@ -88,20 +105,22 @@ struct WakeState: ~Copyable, Sendable {
 
   // MARK: The waker's side (any thread)
 
-  /// A wake-up: writes to the `eventfd` when the loop is `awake`, marks a polling loop,
-  /// and does nothing when a wake-up is outstanding. The caller has published its change
-  /// with a sequentially consistent store or fence before this call.
+  /// A wake-up: notes itself while the loop is in a pass, writes to the `eventfd` when the
+  /// loop blocks in `epoll`, wakes it with `futex` when it sleeps on its word, marks a
+  /// polling loop, and does nothing when a wake-up is outstanding. The caller has published
+  /// its change with a sequentially consistent store or fence before this call.
   func request() {
     var current = phase.load(ordering: .sequentiallyConsistent)
     while true {
       let next: Phase
       switch Phase(rawValue: current) {
-      case .awake: next = .written
+      case .awake: next = .noted
+      case .blocking: next = .written
       case .polling: next = .marked
       case .ignoring: next = .dropped
       case .sleeping: next = .roused
-      default: return  // written, marked or roused: the loop will see that wake-up, and
-      // this one (dropped: the next pass looks at what this one announces)
+      default: return  // noted, written, marked or roused: the loop will see that wake-up,
+      // and this one (dropped: the next pass looks at what this one announces)
       }
       let (exchanged, original) = phase.compareExchange(
         expected: current, desired: next.rawValue, ordering: .sequentiallyConsistent)
@@ -132,8 +151,8 @@ struct WakeState: ~Copyable, Sendable {
   /// its next pass: ``eventTaken()`` then ``startIgnoring()`` in one exchange, where the two
   /// would take two locked instructions. The state is `written` here (only the loop leaves
   /// it, and a wake-up's event means one was written), so `ignoring` is what the two would
-  /// leave, except that a wake-up landing between them would have written to the eventfd
-  /// again; here it finds `ignoring` and writes nothing (the next pass looks anyway).
+  /// leave, except that a wake-up landing between them would have noted itself and kept the
+  /// next sleep from blocking; here it finds `ignoring` (the next pass looks anyway).
   func eventTakenWhileIgnoring() {
     let before = phase.exchange(Phase.ignoring.rawValue, ordering: .sequentiallyConsistent)
     assert(before == Phase.written.rawValue, "a wake-up's event came without a write")
@@ -141,20 +160,20 @@ struct WakeState: ~Copyable, Sendable {
 
   /// Sleeps on the loop's word until a wake-up (step 7 of a run that waits for nothing
   /// else), then starts ignoring wake-ups until the next pass, as after a sleep in `epoll`.
-  /// Returns `nil` without sleeping when the loop is not `awake`: a wake-up already wrote
-  /// to the eventfd, and the caller takes its event from `epoll` instead. Otherwise returns
-  /// whether a wake-up ended the sleep (a signal or a spurious return of `futex` can end it
-  /// too; the pass then finds nothing new and the loop sleeps again).
+  /// Returns `nil` without sleeping when a wake-up already wrote to the eventfd: the caller
+  /// takes its event from `epoll` instead. Otherwise returns whether a wake-up ended the
+  /// sleep, or came during the pass and kept it from starting (a signal or a spurious
+  /// return of `futex` can end it too; the pass then finds nothing new and the loop sleeps
+  /// again).
   func sleepOnWord() -> Bool? {
     // Read before the state says `sleeping`: a wake-up that finds `sleeping` moves the word
     // on after this read, so the wait below returns at once if it came first.
     let seen = crl_sleep_word_load(sleepWord)
-    guard
-      phase.compareExchange(
-        expected: Phase.awake.rawValue, desired: Phase.sleeping.rawValue,
-        ordering: .sequentiallyConsistent
-      ).exchanged
-    else { return nil }
+    switch enter(.sleeping) {
+    case .woken: return true
+    case .eventPending: return nil
+    case .entered: break
+    }
     crl_sleep_word_wait(sleepWord, seen)
     let before = phase.exchange(Phase.ignoring.rawValue, ordering: .sequentiallyConsistent)
     assert(
@@ -163,13 +182,27 @@ struct WakeState: ~Copyable, Sendable {
     return before == Phase.roused.rawValue
   }
 
-  /// Enters `polling` when the loop is `awake`; returns whether it did. With `written`, the
-  /// event is on its way and the poll sees it in `epoll`.
-  func beginPolling() -> Bool {
-    phase.compareExchange(
-      expected: Phase.awake.rawValue, desired: Phase.polling.rawValue,
-      ordering: .sequentiallyConsistent
-    ).exchanged
+  /// Step 7 is about to block in `epoll`: from here a wake-up writes to the eventfd.
+  func beginBlocking() -> WaitEntry {
+    enter(.blocking)
+  }
+
+  /// Moves `awake` to `waiting`, or takes a noted wake-up instead (back to `awake`).
+  private func enter(_ waiting: Phase) -> WaitEntry {
+    let (exchanged, found) = phase.compareExchange(
+      expected: Phase.awake.rawValue, desired: waiting.rawValue,
+      ordering: .sequentiallyConsistent)
+    if exchanged { return .entered }
+    // Only the loop leaves `noted` (wake-ups leave it as it is), so a plain store does.
+    guard found == Phase.noted.rawValue else { return .eventPending }
+    phase.store(Phase.awake.rawValue, ordering: .sequentiallyConsistent)
+    return .woken
+  }
+
+  /// Enters `polling` (see ``WaitEntry``). With ``WaitEntry/eventPending`` the poll sees
+  /// the event in `epoll`.
+  func beginPolling() -> WaitEntry {
+    enter(.polling)
   }
 
   /// Whether a wake-up marked the poll.
@@ -178,15 +211,20 @@ struct WakeState: ~Copyable, Sendable {
   }
 
   /// The loop has its events (after step 5 or 7): wake-ups are ignored until the next pass
-  /// begins. A wake-up whose event is still pending (`written`) stays and ends the next
-  /// sleep, as one that came just before the loop woke does in CFRunLoop.
+  /// begins. A wake-up that is still outstanding (`noted`, or `written` with its event
+  /// pending) stays and ends the next sleep, as one that came just before the loop woke does
+  /// in CFRunLoop.
   func startIgnoring() {
-    // Only the loop leaves `ignoring` and `dropped` (and only it makes `awake`): when the
-    // state is not `awake` now, it will not be before the loop's next transition.
-    guard phase.load(ordering: .sequentiallyConsistent) == Phase.awake.rawValue else { return }
-    _ = phase.compareExchange(
-      expected: Phase.awake.rawValue, desired: Phase.ignoring.rawValue,
-      ordering: .sequentiallyConsistent)
+    // Only the loop leaves `ignoring` and `dropped`, and only it makes `awake` and
+    // `blocking`: when the state is neither of those now, it will not be before the loop's
+    // next transition.
+    var current = phase.load(ordering: .sequentiallyConsistent)
+    while current == Phase.awake.rawValue || current == Phase.blocking.rawValue {
+      let (exchanged, original) = phase.compareExchange(
+        expected: current, desired: Phase.ignoring.rawValue, ordering: .sequentiallyConsistent)
+      if exchanged { return }
+      current = original
+    }
   }
 
   /// A pass begins: wake-ups count again. Returns whether one was dropped since the last
@@ -232,7 +270,7 @@ struct WakeState: ~Copyable, Sendable {
       case (.ignoring, .dropped), (.dropped, _): next = .dropped
       case (.awake, .ignoring): next = .ignoring  // ended before any pass
       case (.awake, .dropped): next = .dropped
-      default: return false  // awake inside a pass, or written: its event ends the next sleep
+      default: return false  // awake inside a pass, or noted or written: it ends the next sleep
       }
       let (exchanged, original) = phase.compareExchange(
         expected: current, desired: next.rawValue, ordering: .sequentiallyConsistent)
