@@ -55,12 +55,9 @@ public struct CalloutCause: Sendable, Hashable {
   public var processID: Int32? { process == 0 ? nil : process }
   private let process: Int32
 
-  /// Creates a cause.
-  ///
-  /// ```swift
-  /// let cause = CalloutCause(span: 0x2a, threadID: 4242, loopID: 3)
-  /// ```
-  public init(
+  /// Creates a cause; the loop captures one when work is queued (see ``capture()``), and a
+  /// port carries it across processes.
+  package init(
     span: UInt64, threadID: pid_t, loopID: UInt64? = nil, processID: Int32? = nil,
     traceID: (high: UInt64, low: UInt64)? = nil
   ) {

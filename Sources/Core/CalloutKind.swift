@@ -1,9 +1,10 @@
 /// What kind of user code a run loop called: the label a trace puts on a call-out.
 ///
-/// Modules add their own kinds with ``init(_:)``.
+/// The kinds are fixed by the package's modules (the Observers module adds `observer`); a
+/// tracer reads them from each ``CalloutRecord``.
 ///
 /// ```swift
-/// try loop.withCallout(.timer, name: "heartbeat") { beat() }
+/// if record.kind == .timer { timerTime += record.end - record.start }
 /// ```
 public struct CalloutKind: Hashable, Sendable, CustomStringConvertible {
   /// The kind's name in traces (`timer`, `source`, `block`, `port`, `mainQueue`, `job`).
@@ -13,13 +14,8 @@ public struct CalloutKind: Hashable, Sendable, CustomStringConvertible {
   /// ```
   public let name: String
 
-  /// Creates a kind.
-  ///
-  /// ```swift
-  /// let gc = CalloutKind("gc")
-  /// loop.withCallout(gc, name: "sweep") { sweep() }
-  /// ```
-  public init(_ name: String) {
+  /// Creates a kind; the package's modules make theirs with it.
+  package init(_ name: String) {
     self.name = name
   }
 

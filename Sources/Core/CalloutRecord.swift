@@ -54,13 +54,8 @@ public struct CalloutRecord: Sendable, Hashable {
   /// ```
   public let cause: CalloutCause?
 
-  /// Creates a record.
-  ///
-  /// ```swift
-  /// let start = ContinuousClock.now
-  /// let record = CalloutRecord(kind: .block, name: "job", start: start, end: .now)
-  /// ```
-  public init(
+  /// Creates a record; the loop makes one for each traced call-out.
+  package init(
     kind: CalloutKind, name: String, start: ContinuousClock.Instant,
     end: ContinuousClock.Instant, dueAt: ContinuousClock.Instant? = nil, span: UInt64 = 0,
     cause: CalloutCause? = nil

@@ -66,15 +66,11 @@ extension EventRunLoop {
 
   /// Runs `body` as a call-out into user code: when an instrument wants call-outs, the loop
   /// times it, gives it a span (see ``CalloutRecord/span``) and reports a
-  /// ``CalloutRecord``; otherwise it just runs it. Modules that call user code on the loop
-  /// (timers, ports, observers) go through this so that traces see them.
+  /// ``CalloutRecord``; otherwise it just runs it. The package's other modules that call
+  /// user code on the loop (timers, observers) go through this so that traces see them.
   ///
   /// Call it on the loop's thread; from another thread it just runs `body`.
-  ///
-  /// ```swift
-  /// loop.withCallout(.timer, name: timer.name, dueAt: fireDate) { timer.handler(timer) }
-  /// ```
-  public func withCallout<Result, Failure: Error>(
+  package func withCallout<Result, Failure: Error>(
     _ kind: CalloutKind, name: String, dueAt: ContinuousClock.Instant? = nil,
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {

@@ -68,12 +68,9 @@ public struct LoopActivity: OptionSet, Hashable, Sendable, CustomStringConvertib
     .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit,
   ]
 
-  /// The six single activities in the order the sequence of events reaches them.
-  ///
-  /// ```swift
-  /// LoopActivity.sequence.map(\.name)  // ["entry", "beforeTimers", ..., "exit"]
-  /// ```
-  public static let sequence: [LoopActivity] = [
+  /// The six single activities in the order the sequence of events reaches them (the JSON
+  /// encoder's table of names).
+  package static let sequence: [LoopActivity] = [
     .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit,
   ]
 

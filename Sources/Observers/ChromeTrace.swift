@@ -26,12 +26,9 @@ import RunLoopCore
 /// try ChromeTrace.json(from: records).write(to: URL(fileURLWithPath: "/tmp/loop.trace.json"))
 /// ```
 public enum ChromeTrace {
-  /// The Chrome Trace Event objects for `records`, in timestamp order per thread.
-  ///
-  /// ```swift
-  /// let events = ChromeTrace.events(from: records)
-  /// ```
-  public static func events(from records: [TraceRecord]) -> [[String: any Sendable]] {
+  /// The Chrome Trace Event objects for `records`, in timestamp order per thread: what
+  /// ``json(from:)`` serialises.
+  package static func events(from records: [TraceRecord]) -> [[String: any Sendable]] {
     var converter = _ChromeEventConverter()
     var events: [[String: any Sendable]] = []
     for record in records { converter.add(record) { events.append($0.dictionary) } }
@@ -94,22 +91,6 @@ public enum ChromeTrace {
       converter.finish(emit)
     }
     return (events, converter.flows.arrows, converter.flows.causesNotFound)
-  }
-
-  /// ``write(from:toFileAt:)->(_,_,_)`` for the logs at `paths`, each opened in turn.
-  ///
-  /// - Throws: as ``write(from:toFileAt:)->(_,_,_)``, and when a log cannot be opened.
-  ///
-  /// ```swift
-  /// try ChromeTrace.write(fromLogsAt: ["server.jsonl", "client.jsonl"], toFileAt: "both.json")
-  /// ```
-  @discardableResult
-  public static func write(fromLogsAt paths: [String], toFileAt path: String)
-    throws(RunLoopError) -> (events: Int, flows: Int, causesNotFound: Int)
-  {
-    var readers: [TraceLogReader] = []
-    for log in paths { readers.append(try TraceLogReader(path: log)) }
-    return try write(from: readers, toFileAt: path)
   }
 
   /// The last component of `path`.

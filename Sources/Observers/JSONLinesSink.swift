@@ -15,8 +15,8 @@ import RunLoopCore
 /// Nothing is dropped by the sink. The queue has no bound, deliberately: a bound would force
 /// a choice between waiting (the loop would then wait for the disk, which tracing must never
 /// make it do) and dropping (the log would no longer be the complete record). A writer that
-/// falls behind therefore costs memory, not loop time or records; ``queueHighWater`` tells how
-/// far behind it fell. What the system refuses to take (a failed `write(2)`: full disk, closed
+/// falls behind therefore costs memory, not loop time or records;
+/// ``JSONLinesSinkStatistics/queueHighWater`` tells how far behind it fell. What the system refuses to take (a failed `write(2)`: full disk, closed
 /// pipe) is counted in ``statistics`` and reported once on standard error.
 ///
 /// Each `write(2)` carries whole lines only, at most `PIPE_BUF` bytes for a pipe or socket
@@ -194,13 +194,6 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
   public func close(before deadline: ContinuousClock.Instant) -> Bool {
     writer.close(timeout: max(.zero, deadline - ContinuousClock.now))
   }
-
-  /// The most records that waited in the queue at once.
-  ///
-  /// ```swift
-  /// print("the writer fell \(sink.queueHighWater) records behind at worst")
-  /// ```
-  public var queueHighWater: Int { writer.highWater }
 
   /// What the sink has written, lost and still has to write.
   ///

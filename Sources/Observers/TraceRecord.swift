@@ -26,11 +26,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// The schema versions ``TraceLog`` reads: version 1 is version 2 without the stall and
   /// recovery records and their keys; version 2 is version 3 without the span and cause
   /// keys.
-  ///
-  /// ```swift
-  /// assert(TraceRecord.readableVersions.contains(record.version))
-  /// ```
-  public static let readableVersions: ClosedRange<Int> = 1...3
+  package static let readableVersions: ClosedRange<Int> = 1...3
 
   /// The schema version of the record (``schemaVersion``).
   ///
@@ -286,11 +282,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// The record as `(key, value)` pairs in schema order, values as their JSON text without
   /// quotes; absent optional keys are left out. The journald sink sends these as
   /// `RUNLOOP_<KEY>=value`.
-  ///
-  /// ```swift
-  /// for (key, value) in record.fields { print("\(key)=\(value)") }
-  /// ```
-  public var fields: [(key: String, value: String)] {
+  package var fields: [(key: String, value: String)] {
     var result: [(key: String, value: String)] = [
       ("v", String(version)), ("run", run), ("seq", String(seq)), ("record", record.rawValue),
       ("ts_ns", String(timestamp)), ("wall_ns", String(wallTime)), ("pid", String(pid)),

@@ -17,7 +17,7 @@ import RunLoopCore
 /// ```swift
 /// let registry = try PortNameRegistry.standard()
 /// let server = try NamedPortServer(name: "com.example.main", registry: registry) { _ in nil }
-/// print(registry.socketPath(for: "com.example.main"))
+/// print(registry.isRegistered("com.example.main"))  // true
 /// ```
 ///
 /// Next to each socket, a `<name>.lock` file carries an exclusive `flock` for as long as
@@ -91,12 +91,9 @@ public struct PortNameRegistry: Sendable, Hashable {
     self.directory = directory
   }
 
-  /// The socket path for `name` (whether or not it is registered).
-  ///
-  /// ```swift
-  /// registry.socketPath(for: "com.example.main")  // ".../com.example.main.sock"
-  /// ```
-  public func socketPath(for name: String) -> String { "\(directory)/\(name).sock" }
+  /// The socket path for `name` (whether or not it is registered): where servers bind and
+  /// ports connect.
+  package func socketPath(for name: String) -> String { "\(directory)/\(name).sock" }
 
   /// Whether a live server holds `name` right now.
   ///

@@ -84,21 +84,4 @@ extension LoopTimer {
     try EventRunLoop.current.add(timer, mode: .default)
     return timer
   }
-
-  /// The seconds-based form of ``scheduled(after:every:tolerance:name:_:)``, with the input
-  /// rules of ``init(seconds:repeats:tolerance:name:_:)``.
-  ///
-  /// ```swift
-  /// try LoopTimer.scheduled(seconds: 0.2, repeats: true) { _ in myDoFireTimer2() }
-  /// ```
-  @discardableResult
-  public static func scheduled(
-    seconds: Double, repeats: Bool = false, tolerance: Double = 0, name: String = "timer",
-    _ handler: @escaping @Sendable (LoopTimer) -> Void
-  ) throws(RunLoopError) -> LoopTimer {
-    let timer = try LoopTimer(
-      seconds: seconds, repeats: repeats, tolerance: tolerance, name: name, handler)
-    try EventRunLoop.current.add(timer, mode: .default)
-    return timer
-  }
 }
