@@ -1,3 +1,4 @@
+import Glibc
 import RunLoopCore
 import Synchronization
 
@@ -51,16 +52,18 @@ public final class LoopTimer: @unchecked Sendable {
   /// path on every load. The cycle it makes with the scheduler's heaps is broken when the
   /// timer leaves them, and at the latest when the loop's thread exits (see
   /// `_TimerSchedulerPlug`).
-  /// (The address of the scheduler, owning one retain, or 0. Not `AtomicLazyReference`: its
-  /// methods are generic calls that look its metadata up on every load.)
-  private let attachment = Atomic<UInt>(0)
-  // The schedule, guarded by the timer's stripe lock (see `withStripe`) before the timer
-  // joins a loop, then by the loop scheduler's lock. The two are never held together: a
-  // join attaches the timer under the stripe lock, then links it under the scheduler's, and
-  // `withScheduleState` looks at the attachment again under the stripe lock, so it always
-  // takes the lock that guards the schedule now. Those locks already make every access
-  // exclusive, so the run-time exclusivity check (a call per access on the heaps' hot path)
-  // is off.
+  /// (The address of the scheduler, owning one retain; or `detached` (0), or `changing`
+  /// (1) while a thread changes the schedule of a timer that belongs to no loop. Not
+  /// `AtomicLazyReference`: its methods are generic calls that look its metadata up on every
+  /// load.)
+  private let attachment = Atomic<UInt>(LoopTimer.detached)
+  // The schedule, guarded by the attachment word before the timer joins a loop (a thread
+  // that changes it moves the word from `detached` to `changing` and back, see
+  // `withScheduleState`), then by the loop scheduler's lock. A join moves the word from
+  // `detached` to the scheduler's address and then links the timer under the scheduler's
+  // lock, so it never overlaps a change made while detached, and every later change takes
+  // that lock. Both already make every access exclusive, so the run-time exclusivity check
+  // (a call per access on the heaps' hot path) is off.
   /// The fire date's key: nanoseconds from ``_TimerClock/origin``, rounded up. Exact unless
   /// the fire date falls between two nanoseconds: then the part below the nanosecond is kept
   /// in the tagged word (a one-shot timer) or in the extras' `exactFireOffset`.
@@ -91,23 +94,10 @@ public final class LoopTimer: @unchecked Sendable {
 
   static let noMode: UInt16 = .max
   static let activeFlag: UInt8 = 1
-
-  /// The locks guarding detached timers' schedules and the step that attaches a timer to a
-  /// loop, shared by stripe (picked by the timer's address). A `GuardedState` per timer
-  /// would be an object and a separately allocated mutex, more than a timer's own size; a
-  /// stripe is locked only briefly and never together with another stripe, so sharing one
-  /// costs no deadlock and little contention. (The guarded `Int` is unused: the lock guards
-  /// fields that must live in the timer.)
-  private static let stripeLocks = (0..<64).map { _ in GuardedState(0) }
-
-  /// Runs `body` holding the timer's stripe lock.
-  func withStripe<Result, Failure: Error>(
-    _ body: () throws(Failure) -> Result
-  ) throws(Failure) -> Result {
-    let address = UInt(bitPattern: ObjectIdentifier(self))
-    let stripe = Int(truncatingIfNeeded: (address >> 5) ^ (address >> 11)) & 63
-    return try Self.stripeLocks[stripe].withLock { _ throws(Failure) -> Result in try body() }
-  }
+  /// The attachment word of a timer that belongs to no loop.
+  static let detached: UInt = 0
+  /// The attachment word while a thread changes a detached timer's schedule.
+  static let changing: UInt = 1
 
   /// Creates a timer that first fires at `fireAt` and then, if `interval` is given, every
   /// `interval` after that. Add it to a loop with ``RunLoopCore/EventRunLoop/add(_:mode:)``.
@@ -160,7 +150,7 @@ public final class LoopTimer: @unchecked Sendable {
   }
 
   deinit {
-    if let pointer = UnsafeRawPointer(bitPattern: attachment.load(ordering: .acquiring)) {
+    if let pointer = Self.schedulerAddress(attachment.load(ordering: .acquiring)) {
       Unmanaged<_TimerScheduler>.fromOpaque(pointer).release()
     }
     let word = tail.load(ordering: .acquiring)
@@ -257,11 +247,12 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```
   public func invalidate() {
     guard markInvalid() else { return }
-    // A timer being added on another thread either saw the flag cleared, or attaches under
-    // the stripe lock: looking again under that lock finds its scheduler.
-    var word = attachment.load(ordering: .acquiring)
-    if word == 0 { word = withStripe { attachment.load(ordering: .acquiring) } }
-    guard let pointer = UnsafeRawPointer(bitPattern: word) else { return }
+    // A join on another thread that has not attached the timer yet sees the flag cleared
+    // when it looks under the scheduler's lock (both this exchange and this load, and the
+    // join's attaching exchange and its load of the flag, are sequentially consistent), and
+    // does not link it.
+    let word = attachment.load(ordering: .sequentiallyConsistent)
+    guard let pointer = Self.schedulerAddress(word) else { return }
     // The timer owns a retain of its scheduler for life, so the scheduler outlives this
     // call without one of its own (each retain and release is an atomic operation on the
     // scheduler, shared by all its timers).
@@ -339,23 +330,31 @@ public final class LoopTimer: @unchecked Sendable {
 
   /// Clears the valid flag; returns whether this call cleared it.
   func markInvalid() -> Bool {
-    valid.exchange(false, ordering: .acquiringAndReleasing)
+    valid.exchange(false, ordering: .sequentiallyConsistent)
   }
 
-  /// Runs `body` holding the lock that guards the schedule: the scheduler's once the timer
-  /// belongs to a loop (`attached` is then `true`), else the timer's stripe lock (and
-  /// `state` is an empty scratch state). Returns the scheduler too. A timer whose loop's
-  /// thread has exited is invalidated first (it can never fire again) and is not attached.
+  /// Runs `body` holding what guards the schedule: the scheduler's lock once the timer
+  /// belongs to a loop (`attached` is then `true`), else the attachment word moved to
+  /// `changing` (and `state` is an empty scratch state). Returns the scheduler too. A timer
+  /// whose loop's thread has exited is invalidated first (it can never fire again) and is
+  /// not attached.
   @discardableResult
   private func withScheduleState<Result>(
     _ body: (_ state: inout _SchedulerState, _ attached: Bool) -> Result
   ) -> (Result, _TimerScheduler?) {
-    if let scheduler = attached() { return (locked(scheduler, body), scheduler) }
-    return withStripe { () -> (Result, _TimerScheduler?) in
-      // Attached since the first look (attaching holds this lock).
+    while true {
       if let scheduler = attached() { return (locked(scheduler, body), scheduler) }
-      var scratch = _SchedulerState()
-      return (body(&scratch, false), nil)
+      let (exchanged, found) = attachment.compareExchange(
+        expected: Self.detached, desired: Self.changing, ordering: .acquiringAndReleasing)
+      if exchanged {
+        var scratch = _SchedulerState()
+        let result = body(&scratch, false)
+        attachment.store(Self.detached, ordering: .releasing)
+        return (result, nil)
+      }
+      // Another thread is changing the detached schedule (a few stores, no call-out): let
+      // it finish. A timer that joined a loop meanwhile goes through the scheduler's lock.
+      if found == Self.changing { sched_yield() }
     }
   }
 
@@ -374,10 +373,15 @@ public final class LoopTimer: @unchecked Sendable {
 
   /// The scheduler the timer joined, if any.
   private func attached() -> _TimerScheduler? {
-    guard let pointer = UnsafeRawPointer(bitPattern: attachment.load(ordering: .acquiring)) else {
+    guard let pointer = Self.schedulerAddress(attachment.load(ordering: .acquiring)) else {
       return nil
     }
     return Unmanaged<_TimerScheduler>.fromOpaque(pointer).takeUnretainedValue()
+  }
+
+  /// The scheduler's address in an attachment word, or `nil` when the word says detached.
+  private static func schedulerAddress(_ word: UInt) -> UnsafeRawPointer? {
+    word == detached || word == changing ? nil : UnsafeRawPointer(bitPattern: word)
   }
 
   /// Joins `scheduler` (the scheduler of `loop`) in `mode`. Returns whether a wake-up
@@ -387,28 +391,33 @@ public final class LoopTimer: @unchecked Sendable {
   {
     let own = UInt(bitPattern: Unmanaged.passUnretained(scheduler).toOpaque())
     var current = attachment.load(ordering: .acquiring)
-    if current == 0 { current = try attach(scheduler) }
+    if Self.schedulerAddress(current) == nil { current = try attach(scheduler) }
     guard current == own else { throw foreignLoopError(loop) }
     // Checked under the lock `invalidate()` unlinks under: either it finds this timer
-    // linked, or this sees the flag cleared.
+    // linked, or this sees the flag cleared (sequentially consistent: see `invalidate()`).
     return try scheduler.state.withLock { state throws(RunLoopError) -> Bool in
-      guard isValid else { throw invalidError() }
+      guard valid.load(ordering: .sequentiallyConsistent) else { throw invalidError() }
       guard !state.exited else { throw exitedError(loop) }
       return state.add(self, to: mode)
     }
   }
 
   /// Attaches the timer to `scheduler` unless it is attached already; returns the address
-  /// of the scheduler it is attached to. Holds the stripe lock, so that a change made to the
-  /// schedule while the timer belonged to no loop is complete and seen.
+  /// of the scheduler it is attached to. Waits while another thread changes the detached
+  /// schedule, so that the change is complete, and seen, before the join reads it.
   private func attach(_ scheduler: _TimerScheduler) throws(RunLoopError) -> UInt {
-    try withStripe { () throws(RunLoopError) -> UInt in
+    let own = UInt(bitPattern: Unmanaged.passUnretained(scheduler).toOpaque())
+    while true {
       guard isValid else { throw invalidError() }
-      let current = attachment.load(ordering: .acquiring)
-      if current != 0 { return current }
-      let bits = UInt(bitPattern: Unmanaged.passRetained(scheduler).toOpaque())
-      attachment.store(bits, ordering: .releasing)
-      return bits
+      let (exchanged, found) = attachment.compareExchange(
+        expected: Self.detached, desired: own, ordering: .sequentiallyConsistent)
+      if exchanged {
+        // The retain the attachment owns for the timer's life.
+        _ = Unmanaged.passUnretained(scheduler).retain()
+        return own
+      }
+      if found != Self.changing { return found }
+      sched_yield()
     }
   }
 

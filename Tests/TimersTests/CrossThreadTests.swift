@@ -176,6 +176,29 @@ struct CrossThreadTests {
     #expect(took < .seconds(10), "run returned after \(took)")
   }
 
+  /// Two threads meet before each round, then one applies `first` and the other `second`
+  /// to `timers[round]` (given with its round), as near the same moment as they can.
+  private func race(
+    _ timers: [LoopTimer], _ first: @escaping @Sendable (Int, LoopTimer) -> Void,
+    _ second: @escaping @Sendable (Int, LoopTimer) -> Void
+  ) throws {
+    let arrived = Atomic<Int>(0)
+    func racer(_ body: @escaping @Sendable (Int, LoopTimer) -> Void) -> RunLoopThread {
+      RunLoopThread(name: "racer") { _ in
+        for index in timers.indices {
+          arrived.wrappingAdd(1, ordering: .sequentiallyConsistent)
+          while arrived.load(ordering: .sequentiallyConsistent) < 2 * (index + 1) {}
+          body(index, timers[index])
+        }
+      }
+    }
+    let (one, other) = (racer(first), racer(second))
+    try one.start()
+    try other.start()
+    try one.join()
+    try other.join()
+  }
+
   @Test func resumeRacingInvalidateLeavesNoInvalidTimerScheduled() throws {
     let rounds = 5_000
     let (stale, finished) = try onNewThread { loop -> (Int, Bool) in
@@ -186,29 +209,64 @@ struct CrossThreadTests {
         try loop.add(timer, mode: .default)
         timer.suspend()
       }
-      // Two threads meet before each round, then one resumes and the other invalidates the
-      // same timer.
-      let arrived = Atomic<Int>(0)
-      func racer(_ body: @escaping @Sendable (LoopTimer) -> Void) -> RunLoopThread {
-        RunLoopThread(name: "racer") { _ in
-          for index in 0..<rounds {
-            arrived.wrappingAdd(1, ordering: .sequentiallyConsistent)
-            while arrived.load(ordering: .sequentiallyConsistent) < 2 * (index + 1) {}
-            body(timers[index])
-          }
-        }
-      }
-      let resumer = racer { $0.resume() }
-      let invalidator = racer { $0.invalidate() }
-      try resumer.start()
-      try invalidator.start()
-      try resumer.join()
-      try invalidator.join()
+      try race(timers, { $1.resume() }, { $1.invalidate() })
       let stale = scheduledCount(loop, mode: .default)
       let run = try loop.run(mode: .default, timeout: .milliseconds(50))
       return (stale, run == .finished)
     }
     #expect(stale == 0, "\(stale) invalid timers still scheduled after the race")
     #expect(finished, "an invalid timer keeps the mode from being empty")
+  }
+
+  // A timer that belongs to no loop yet is changed on one thread while another adds it: the
+  // add either comes first (the change then goes through the scheduler's lock) or waits for
+  // the change to be complete, so the loop's heaps hold the new date and tolerance, never a
+  // mix or the old ones.
+  @Test func aDetachedTimerChangedWhileAnotherThreadAddsItKeepsTheWholeChange() throws {
+    let rounds = 3_000
+    let (kept, consistent) = try onNewThread { loop -> (Int, Bool) in
+      let start = ContinuousClock.now + .seconds(3600)
+      let timers = try (0..<rounds).map { _ in try LoopTimer(fireAt: start) { _ in } }
+      let dates = (0..<rounds).map { start + .seconds($0 + 1) }
+      try race(
+        timers,
+        { index, timer in
+          timer.fireDate = dates[index]
+          timer.tolerance = .milliseconds(index % 2)
+        },
+        { _, timer in try! loop.add(timer, mode: .default) })
+      let kept = timers.indices.count { index in
+        timers[index].fireDate == dates[index]
+          && timers[index].tolerance == .milliseconds(index % 2)
+      }
+      let consistent = heapsAreConsistent(loop)
+      for timer in timers { timer.invalidate() }
+      return (kept, consistent)
+    }
+    #expect(kept == rounds)
+    #expect(consistent)
+  }
+
+  // An add racing an invalidate: whichever comes first, no invalid timer is left scheduled.
+  @Test func addRacingInvalidateLeavesNoInvalidTimerScheduled() throws {
+    let rounds = 5_000
+    let (stale, added) = try onNewThread { loop -> (Int, Int) in
+      let timers = try (0..<rounds).map { _ in
+        try LoopTimer(fireAt: .now + .seconds(3600)) { _ in }
+      }
+      let added = Atomic<Int>(0)
+      try race(
+        timers,
+        { _, timer in
+          if (try? loop.add(timer, mode: .default)) != nil {
+            added.wrappingAdd(1, ordering: .relaxed)
+          }
+        },
+        { $1.invalidate() })
+      return (scheduledCount(loop, mode: .default), added.load(ordering: .relaxed))
+    }
+    #expect(stale == 0, "\(stale) invalid timers still scheduled after the race")
+    // Both orders happened: some adds came first (and succeeded), some came too late.
+    #expect(added > 0 && added < rounds, "\(added) of \(rounds) adds succeeded")
   }
 }
