@@ -74,6 +74,11 @@ extension EventRunLoop {
   /// than in `epoll`.
   func blockingWait(into buffer: UnsafeMutableRawPointer, onSleepWord: Bool) -> Int {
     assertOnLoopThread()
+    // A wake-up during the pass: no wait, so nothing for the polling window to learn from.
+    if wakeState.takeNote() {
+      local.wakeUpsTaken &+= 1
+      return onSleepWord ? 0 : poller.wait(into: buffer, block: false)
+    }
     let limit = pollingLimit.load(ordering: .relaxed)
     guard limit > 0, local.polling.threadHasAnotherCPU() else {
       return block(into: buffer, onSleepWord: onSleepWord)

@@ -15,6 +15,11 @@ import Synchronization
 ///     │ step 7 is about to block in epoll
 ///     ▼          wakeUp(): write           the loop takes the event
 ///   blocking ────────────────► written ──────────────────────────► awake
+///
+///   awake
+///     │ step 7 polls before it sleeps
+///     ▼          wakeUp(): no write         the poll ends
+///   polling ─────────────────► marked ─────────────────────► awake
 /// ```
 ///
 /// - `awake`: the loop is in a pass and will read the state before it sleeps; a wake-up
@@ -187,6 +192,16 @@ struct WakeState: ~Copyable, Sendable {
     enter(.blocking)
   }
 
+  /// Takes a wake-up that noted itself during the pass, if there is one (the state goes
+  /// back to `awake`): step 7 then does not wait at all, not even to poll.
+  func takeNote() -> Bool {
+    guard phase.load(ordering: .sequentiallyConsistent) == Phase.noted.rawValue else {
+      return false
+    }
+    phase.store(Phase.awake.rawValue, ordering: .sequentiallyConsistent)
+    return true
+  }
+
   /// Moves `awake` to `waiting`, or takes a noted wake-up instead (back to `awake`).
   private func enter(_ waiting: Phase) -> WaitEntry {
     let (exchanged, found) = phase.compareExchange(
@@ -194,7 +209,10 @@ struct WakeState: ~Copyable, Sendable {
       ordering: .sequentiallyConsistent)
     if exchanged { return .entered }
     // Only the loop leaves `noted` (wake-ups leave it as it is), so a plain store does.
-    guard found == Phase.noted.rawValue else { return .eventPending }
+    guard found == Phase.noted.rawValue else {
+      assert(found == Phase.written.rawValue, "step 7 found the loop neither awake nor woken")
+      return .eventPending
+    }
     phase.store(Phase.awake.rawValue, ordering: .sequentiallyConsistent)
     return .woken
   }
@@ -243,8 +261,8 @@ struct WakeState: ~Copyable, Sendable {
   /// A run begins (step 1): wake-ups count from here on, as CFRunLoop gives each run a
   /// fresh, cleared "ignore wake-ups" flag. `ignoringWindow` tells whether the run begins
   /// in an ignoring window (no run active, or an outer run between waking and its next
-  /// pass; a wake-up whose event is pending leaves the state `written` there). Returns
-  /// where the run began.
+  /// pass; a wake-up still outstanding leaves the state `noted`, or `written` with its
+  /// event pending, there). Returns where the run began.
   func runBegins(inIgnoringWindow ignoringWindow: Bool) -> RunStart {
     guard ignoringWindow else { return .inPass }
     var current = phase.load(ordering: .sequentiallyConsistent)
@@ -280,7 +298,7 @@ struct WakeState: ~Copyable, Sendable {
   }
 
   /// Leaves `polling` for `awake`; returns whether a wake-up marked the poll (also when it
-  /// came after the poll's last look). After this, wake-ups write again.
+  /// came after the poll's last look). After this, wake-ups note themselves again.
   func endPolling() -> Bool {
     let (exchanged, _) = phase.compareExchange(
       expected: Phase.polling.rawValue, desired: Phase.awake.rawValue,

@@ -12,7 +12,8 @@
 /// - otherwise: the address of the timer's `_TimerExtras`, which then hold the interval and
 ///   the exact date, and which the word owns one retain of.
 ///
-/// Every member here is called with the schedule's lock held (see ``LoopTimer``), except
+/// Every member here is called with the schedule guarded (the scheduler's lock, or the
+/// attachment word of a timer that belongs to no loop; see ``LoopTimer``), except
 /// that the word is published with release ordering so that ``LoopTimer/interval`` can
 /// read it without a lock.
 extension LoopTimer {

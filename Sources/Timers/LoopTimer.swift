@@ -314,8 +314,9 @@ public final class LoopTimer: @unchecked Sendable {
     guard isValid else { return }
     let now = ContinuousClock.now
     let (earlier, scheduler) = withScheduleState { state, attached -> Bool in
-      // Invalidated since the check above: `invalidate()` clears the flag before it takes
-      // the locks, so either it unlinks after this, or this sees the flag cleared.
+      // Invalidated since the check above: `invalidate()` clears the flag before it looks
+      // for the timer's scheduler, so either it unlinks after this (under the scheduler's
+      // lock), or this sees the flag cleared.
       guard isValid, let remaining = suspendedRemaining else { return false }
       suspendedRemaining = nil
       scheduledFireDate = now + remaining
@@ -342,6 +343,7 @@ public final class LoopTimer: @unchecked Sendable {
   private func withScheduleState<Result>(
     _ body: (_ state: inout _SchedulerState, _ attached: Bool) -> Result
   ) -> (Result, _TimerScheduler?) {
+    var waits = 0
     while true {
       if let scheduler = attached() { return (locked(scheduler, body), scheduler) }
       let (exchanged, found) = attachment.compareExchange(
@@ -352,10 +354,20 @@ public final class LoopTimer: @unchecked Sendable {
         attachment.store(Self.detached, ordering: .releasing)
         return (result, nil)
       }
-      // Another thread is changing the detached schedule (a few stores, no call-out): let
-      // it finish. A timer that joined a loop meanwhile goes through the scheduler's lock.
-      if found == Self.changing { sched_yield() }
+      // Another thread is changing the detached schedule: let it finish. A timer that
+      // joined a loop meanwhile goes through the scheduler's lock.
+      if found == Self.changing { Self.waitForChange(&waits) }
     }
+  }
+
+  /// Waits a moment for another thread's change to a detached timer's schedule: a few
+  /// stores and at most one allocation (the timer's extras), no call-out. Yields first;
+  /// after 64 yields it sleeps 50 µs at a time, so that a waiter of higher priority on the
+  /// same CPU (a real-time thread, which `sched_yield` would hand the CPU straight back to)
+  /// lets the changing thread run.
+  private static func waitForChange(_ waits: inout Int) {
+    waits += 1
+    if waits <= 64 { sched_yield() } else { usleep(50) }
   }
 
   private func locked<Result>(
@@ -406,18 +418,24 @@ public final class LoopTimer: @unchecked Sendable {
   /// of the scheduler it is attached to. Waits while another thread changes the detached
   /// schedule, so that the change is complete, and seen, before the join reads it.
   private func attach(_ scheduler: _TimerScheduler) throws(RunLoopError) -> UInt {
-    let own = UInt(bitPattern: Unmanaged.passUnretained(scheduler).toOpaque())
+    // The retain the attachment owns for the timer's life, taken before the address is
+    // published and given back if another scheduler's address got there first.
+    let retained = Unmanaged.passRetained(scheduler)
+    let own = UInt(bitPattern: retained.toOpaque())
+    var waits = 0
     while true {
-      guard isValid else { throw invalidError() }
+      guard isValid else {
+        retained.release()
+        throw invalidError()
+      }
       let (exchanged, found) = attachment.compareExchange(
         expected: Self.detached, desired: own, ordering: .sequentiallyConsistent)
-      if exchanged {
-        // The retain the attachment owns for the timer's life.
-        _ = Unmanaged.passUnretained(scheduler).retain()
-        return own
+      if exchanged { return own }
+      if found != Self.changing {
+        retained.release()
+        return found
       }
-      if found != Self.changing { return found }
-      sched_yield()
+      Self.waitForChange(&waits)
     }
   }
 

@@ -54,7 +54,9 @@ struct WakeUpNoteTests {
   // With a timeout the sleep would be in `epoll`; with none, on the loop's word. Either way
   // the wake-up made in `beforeWaiting` writes nothing, and the sleep after it does not
   // block: the second pass follows at once, and its stop ends the run.
-  @Test(arguments: [Duration.seconds(60), nil])
+  @Test(
+    .enabled(if: writeSystemCallsOfThisThread() != nil, "needs /proc/thread-self/io"),
+    arguments: [Duration.seconds(60), nil])
   func aWakeUpDuringAPassWritesNothingAndTheNextSleepDoesNotBlock(timeout: Duration?) throws {
     let (log, writes) = try runWakingInBeforeWaiting(timeout: timeout)
     #expect(writes == 0)
