@@ -48,7 +48,7 @@ extension EventRunLoop {
         eventCount =
           mayBlock && !woken
           ? sleep(mode: mode, plan: plan, buffer: buffer)
-          : poller.wait(into: buffer, block: false)
+          : readyEvents(in: mode, into: buffer)
         // From here until the next pass begins, wake-ups are dropped (see `WakeState`).
         startIgnoringWakeUps(afterTaking: eventCount, in: buffer)
         // Step 8: notify observers that the thread woke.
@@ -184,6 +184,16 @@ extension EventRunLoop {
     if sawPort { return count }
     woken = sawWake
     return nil
+  }
+
+  /// Step 7 in a pass that does not sleep: the events there are. A mode that watches no
+  /// descriptor has nothing `epoll` could report that such a pass needs: a wake-up announces
+  /// what the pass looks at directly (requests, signals, a stop), and due timers are fired
+  /// from the clock, not from the `timerfd`. So the pass makes no system call; a wake-up's
+  /// event stays for the next sleep, which then does not block.
+  private func readyEvents(in mode: LoopMode, into buffer: UnsafeMutableRawPointer) -> Int {
+    guard self[passIn: mode].hasWatches else { return 0 }
+    return poller.wait(into: buffer, block: false)
   }
 
   /// Step 7: sleeps until the earliest of the run's deadline and the deadline sources'

@@ -221,7 +221,9 @@ public final class EventRunLoop: @unchecked Sendable {
   }
 
   /// Makes a sleeping loop wake and go round its sequence of events again (step 9 restarts
-  /// at step 2). Safe from any thread; many calls before the loop wakes cost one write.
+  /// at step 2). Safe from any thread. A call made while the loop is in a pass costs no
+  /// system call (the pass's sleep then does not block); one made while it sleeps costs one
+  /// `eventfd` write or `futex` wake, and further calls before it wakes cost nothing.
   ///
   /// As in CoreFoundation, a wake-up with nothing to wake is dropped: one made while no run
   /// is active, or while the loop is between waking and its next pass, which looks at
@@ -237,6 +239,13 @@ public final class EventRunLoop: @unchecked Sendable {
     // state is read (see `WakeState`).
     atomicMemoryFence(ordering: .sequentiallyConsistent)
     wakeState.request()
+  }
+
+  /// How many `epoll_wait` calls the loop has made: tests count the system calls of a pass.
+  /// Loop thread only.
+  package var epollWaits: UInt64 {
+    assertOnLoopThread()
+    return poller.waits
   }
 
   /// Checks, in debug builds, that the caller runs on the loop's own thread: the entry

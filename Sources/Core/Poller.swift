@@ -18,6 +18,8 @@ final class Poller {
   let timerDescriptor: Int32
   // Loop thread only: the absolute deadline the timerfd is armed for (nil: disarmed).
   private var armedDeadline: Int64?
+  /// How many `epoll_wait` calls the loop has made (tests count a pass's system calls).
+  private(set) var waits: UInt64 = 0
   // Loop thread only: one event buffer per nesting depth, so a nested run never overwrites
   // the events an outer pass is still handling. The outermost run's is a constant, so that
   // the usual run reaches it without an access check of the array.
@@ -116,6 +118,7 @@ final class Poller {
   /// Waits for events: without blocking when `block` is false, otherwise until one arrives.
   /// Returns the number of events in `buffer` (0 when interrupted by a signal).
   func wait(into buffer: UnsafeMutableRawPointer, block: Bool) -> Int {
+    waits &+= 1
     let events = buffer.assumingMemoryBound(to: epoll_event.self)
     let count = crl_epoll_wait(epollDescriptor, events, Int32(Self.eventCapacity), block ? -1 : 0)
     return count < 0 ? 0 : Int(count)

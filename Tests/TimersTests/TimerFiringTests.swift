@@ -435,4 +435,19 @@ struct TimerFiringTests {
     #expect(callouts[0].iteration == callouts[1].iteration)
     #expect(callouts[2].iteration > callouts[1].iteration)
   }
+
+  // Due timers are fired from the clock, not from the timerfd's event: a zero-timeout pass
+  // of a mode that watches no descriptor fires them without an epoll_wait.
+  @Test func aDueTimerFiresInAZeroTimeoutRunWithNoSystemCall() throws {
+    let (fired, waits) = try onNewThread { loop -> (Int, UInt64) in
+      let fired = GuardedState(0)
+      let timer = try LoopTimer(fireAt: .now) { _ in fired.withLock { $0 += 1 } }
+      try loop.add(timer, mode: .default)
+      let before = loop.epollWaits
+      try loop.run(mode: .default, timeout: .zero)
+      return (fired.withLock { $0 }, loop.epollWaits - before)
+    }
+    #expect(fired == 1)
+    #expect(waits == 0)
+  }
 }
