@@ -1,4 +1,5 @@
 import CPeers
+import Glibc
 import RunLoopCore
 import RunLoopTimers
 
@@ -44,11 +45,19 @@ final class OurLoopThread: Sendable {
 
 /// Our loop's side of each piece of work.
 enum OurSide {
-  /// Nanoseconds for `passes` zero-timeout runs of a loop with one idle source.
-  static func emptyPasses(_ passes: Int) throws -> UInt64 {
+  /// Nanoseconds for `passes` zero-timeout runs of a loop with one idle source; with
+  /// `watchingADescriptor`, the loop also watches an eventfd that never becomes readable.
+  static func emptyPasses(_ passes: Int, watchingADescriptor: Bool = false) throws -> UInt64 {
     try onNewThread {
       let loop = EventRunLoop.current
       try loop.add(CustomInputSource(name: "idle") {}, mode: .default)
+      let idle = eventfd(0, Int32(EFD_CLOEXEC))
+      let watch = DescriptorWatch(fileDescriptor: idle, name: "idle") { _ in }
+      defer {
+        watch.invalidate()
+        close(idle)
+      }
+      if watchingADescriptor { try loop.add(watch, mode: .default) }
       for _ in 0..<1000 { try loop.run(mode: .default, timeout: .zero) }
       let start = nanosNow()
       for _ in 0..<passes { try loop.run(mode: .default, timeout: .zero) }
