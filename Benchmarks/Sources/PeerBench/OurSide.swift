@@ -46,16 +46,19 @@ final class OurLoopThread: Sendable {
 /// Our loop's side of each piece of work.
 enum OurSide {
   /// Nanoseconds for `passes` zero-timeout runs of a loop with one idle source; with
-  /// `watchingADescriptor`, the loop also watches an eventfd that never becomes readable.
+  /// `watchingADescriptor`, the loop also watches a pipe that never becomes readable.
   static func emptyPasses(_ passes: Int, watchingADescriptor: Bool = false) throws -> UInt64 {
     try onNewThread {
       let loop = EventRunLoop.current
       try loop.add(CustomInputSource(name: "idle") {}, mode: .default)
-      let idle = eventfd(0, Int32(EFD_CLOEXEC))
-      let watch = DescriptorWatch(fileDescriptor: idle, name: "idle") { _ in }
+      var ends: [Int32] = [-1, -1]
+      guard pipe(&ends) == 0 else {
+        throw SetUpFailure(description: "pipe() failed: errno \(errno)")
+      }
+      let watch = DescriptorWatch(fileDescriptor: ends[0], name: "idle") { _ in }
       defer {
         watch.invalidate()
-        close(idle)
+        for end in ends { close(end) }
       }
       if watchingADescriptor { try loop.add(watch, mode: .default) }
       for _ in 0..<1000 { try loop.run(mode: .default, timeout: .zero) }

@@ -25,7 +25,7 @@ let allSuites: [Suite] = [
   Suite(name: "empty-passes") { options, report in
     let passes = options.quick ? 20_000 : 300_000
     // Ours is measured twice in its turn: as set up for the row (one idle custom source, so
-    // its epoll set holds nothing the pass needs), and with an idle eventfd watched as well,
+    // its epoll set holds nothing the pass needs), and with an idle pipe watched as well,
     // so that its pass polls as the others' do. The other sides' sets always hold a
     // descriptor (libuv's async handle is an eventfd), so both rows show their one figure.
     let samples = try interleaved(rounds: options.rounds, sides: [.ours] + cPeers + [.floor]) {
@@ -52,7 +52,7 @@ let allSuites: [Suite] = [
       ResultRow(
         work: "empty pass, a descriptor watched", unit: "ns/pass", values: polling,
         higherIsBetter: false,
-        note: "ours also watches an idle eventfd, so each pass polls it as the peers' do"))
+        note: "ours also watches an idle pipe, so each pass polls it as the peers' do"))
   },
   Suite(name: "timer-churn") { options, report in
     let counts = options.quick ? [1000, 10_000] : [10_000, 100_000]
