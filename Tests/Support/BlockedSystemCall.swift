@@ -5,14 +5,9 @@ import Glibc
 /// `/proc/self/task/TID/syscall`; `nil` while the thread runs (or when the file cannot be
 /// read). Tells, without touching the thread, where a loop sleeps.
 public func blockedSystemCall(ofThread tid: pid_t) -> Int? {
-  let descriptor = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
-  guard descriptor >= 0 else { return nil }
-  defer { close(descriptor) }
-  var bytes = [UInt8](repeating: 0, count: 256)
-  let count = read(descriptor, &bytes, bytes.count)
-  guard count > 0 else { return nil }
-  let text = String(decoding: bytes[0..<count], as: UTF8.self)
-  guard let first = text.split(separator: " ").first else { return nil }
+  guard let text = procFileText("/proc/self/task/\(tid)/syscall", limit: 256),
+    let first = text.split(separator: " ").first
+  else { return nil }
   return Int(first)
 }
 

@@ -1,17 +1,9 @@
-import Glibc
-
 /// How many `write` system calls (and their kin: `pwrite`, `writev`) the calling thread has
 /// made, as the kernel counts them in `/proc/thread-self/io` (`syscw`); `nil` when the file
 /// cannot be read. Reading it makes read calls only, so a difference of two readings counts
 /// the writes made between them.
 public func writeSystemCallsOfThisThread() -> UInt64? {
-  let descriptor = open("/proc/thread-self/io", O_RDONLY | O_CLOEXEC)
-  guard descriptor >= 0 else { return nil }
-  defer { close(descriptor) }
-  var bytes = [UInt8](repeating: 0, count: 512)
-  let count = read(descriptor, &bytes, bytes.count)
-  guard count > 0 else { return nil }
-  let text = String(decoding: bytes[0..<count], as: UTF8.self)
+  guard let text = procFileText("/proc/thread-self/io") else { return nil }
   for line in text.split(separator: "\n") where line.hasPrefix("syscw:") {
     return UInt64(line.dropFirst("syscw:".count).trimmingCharacters(in: " "))
   }
