@@ -31,22 +31,56 @@ private func onLoop<T>(_ loop: EventRunLoop, _ body: () async throws -> T) async
   try await withTaskExecutorPreference(loop) { try await body() }
 }
 
+/// A server whose messages arrive as a sequence, registered in a registry of its own and
+/// served by a loop thread of its own.
+private struct RequestsServer: Sendable {
+  let name: String
+  let temporary: TemporaryRegistry
+  let loop: EventRunLoop
+  let server: NamedPortServer
+  let requests: LoopEvents<NamedPortRequest>
+
+  /// A new client connection to the server.
+  func connect(
+    maxMessageSize: Int = NamedPortServer.defaultMaxMessageSize
+  ) throws(RunLoopError) -> NamedPort {
+    try NamedPort(name: name, registry: temporary.registry, maxMessageSize: maxMessageSize)
+  }
+}
+
+/// Serves `name` as a sequence (see `NamedPortServer.requests`) on a new loop thread, with
+/// `instrument` added to its loop first, and runs `body` on that loop's thread (see
+/// `onLoop`); the thread is stopped once `body` returns or throws.
+private func withRequestsServer(
+  _ name: String, capacity: Int = 64,
+  maxMessageSize: Int = NamedPortServer.defaultMaxMessageSize,
+  instrument: (any RunLoopInstrument)? = nil,
+  _ body: (RequestsServer) async throws -> Void
+) async throws {
+  let temporary = try TemporaryRegistry()
+  let worker = try startLoopThread(name: "requests-\(name)") { loop in
+    if let instrument { loop.addInstrument(instrument) }
+  }
+  defer { stopLoopThread(worker) }
+  let (server, requests) = try NamedPortServer.requests(
+    name: name, registry: temporary.registry, on: worker.runLoop, capacity: capacity,
+    maxMessageSize: maxMessageSize)
+  let fixture = RequestsServer(
+    name: name, temporary: temporary, loop: worker.runLoop, server: server, requests: requests)
+  try await onLoop(worker.runLoop) { try await body(fixture) }
+}
+
 @Suite("Named-port requests as an async sequence")
 struct NamedPortRequestsTests {
   @Test func requestsAndOneWayMessagesArriveInTheOrderTheClientSentThem() async throws {
-    let temporary = try TemporaryRegistry()
-    let worker = try startLoopThread(name: "requests-order")
-    defer { stopLoopThread(worker) }
-    let (server, requests) = try NamedPortServer.requests(
-      name: "ordered", registry: temporary.registry, on: worker.runLoop)
-    try await onLoop(worker.runLoop) {
-      let port = try NamedPort(name: "ordered", registry: temporary.registry)
+    try await withRequestsServer("ordered") { fixture in
+      let port = try fixture.connect()
       let client = Task {
         for id in 1...5 { try port.send(msgid: Int32(id), data: [UInt8(id)]) }
         return try await port.request(msgid: 6, data: [6], receiveTimeout: .seconds(30))
       }
       var seen: [Int32] = []
-      for await request in requests {
+      for await request in fixture.requests {
         seen.append(request.message.msgid)
         #expect(request.message.data == [UInt8(request.message.msgid)])
         #expect(request.message.peerPID == getpid())
@@ -58,71 +92,80 @@ struct NamedPortRequestsTests {
       }
       #expect(seen == [1, 2, 3, 4, 5, 6])
       #expect(try await client.value == [60])
-      #expect(server.statistics.messagesHandled == 6)
-      #expect(server.statistics.requestsUnanswered == 0)
+      #expect(fixture.server.statistics.messagesHandled == 6)
+      #expect(fixture.server.statistics.requestsUnanswered == 0)
     }
   }
 
   // The other way round from cancelling the consumer: the server invalidated by its owner
-  // ends the sequence, after the messages already in its buffer.
+  // ends the sequence, and the consumer still gets every message the server had read before,
+  // in order (the sequence's buffer outlives the connections), then the end.
   @Test func invalidatingTheServerEndsTheSequenceAfterWhatItBuffered() async throws {
-    let temporary = try TemporaryRegistry()
-    let worker = try startLoopThread(name: "requests-invalidate")
-    defer { stopLoopThread(worker) }
-    let (server, requests) = try NamedPortServer.requests(
-      name: "closing", registry: temporary.registry, on: worker.runLoop)
-    try await onLoop(worker.runLoop) {
-      let port = try NamedPort(name: "closing", registry: temporary.registry)
-      for id in 1...3 { try port.send(msgid: Int32(id), data: [UInt8(id)]) }
-      var seen: [Int32] = []
-      for await request in requests {
-        seen.append(request.message.msgid)
-        if seen.count == 3 { server.invalidate() }
+    try await withRequestsServer("closing") { fixture in
+      let port = try fixture.connect()
+      // Out of numeric order, so that only the order of arrival can give them back as sent.
+      let sent: [Int32] = [3, 1, 2]
+      for id in sent { try port.send(msgid: id, data: [UInt8(id)]) }
+      // All of them in the buffer before the invalidation, and none taken: nobody consumes
+      // until it has happened.
+      #expect(await eventuallyAsync { fixture.server.statistics.messagesHandled == 3 })
+      fixture.server.invalidate()
+      #expect(!fixture.server.isValid)
+      let ended = GuardedState(false)
+      let consumer = Task(executorPreference: fixture.loop) {
+        var msgids: [Int32] = []
+        var data: [[UInt8]] = []
+        var iterator = fixture.requests.makeAsyncIterator()
+        while let request = await iterator.next() {
+          msgids.append(request.message.msgid)
+          data.append(request.message.data)
+        }
+        // Ended for good: asking again does not wait for more.
+        let endedAgain = await iterator.next() == nil
+        ended.withLock { $0 = true }
+        return (msgids, data, endedAgain)
       }
-      #expect(seen == [1, 2, 3])
+      // A bounded wait, so that a sequence that does not end fails the test instead of
+      // hanging it; cancelling the consumer then ends its wait.
+      let endedInTime = await eventuallyAsync { ended.withLock { $0 } }
+      #expect(endedInTime, "the sequence did not end after its buffered messages")
+      if !endedInTime { consumer.cancel() }
+      let (msgids, data, endedAgain) = await consumer.value
+      #expect(msgids == sent)
+      #expect(data == sent.map { [UInt8($0)] })
+      #expect(endedAgain)
     }
-    #expect(!server.isValid)
   }
 
   // A request still waiting when its server is invalidated can no longer be answered (its
   // connection is closed): the reply says so, the client learns it from its side, and the
   // loss is counted once, as an answer that did not reach its client.
   @Test func aReplyAfterTheServerWasInvalidatedIsRefusedAndCountedOnce() async throws {
-    let temporary = try TemporaryRegistry()
-    let worker = try startLoopThread(name: "requests-abandoned")
-    defer { stopLoopThread(worker) }
-    let (server, requests) = try NamedPortServer.requests(
-      name: "abandoned", registry: temporary.registry, on: worker.runLoop)
-    try await onLoop(worker.runLoop) {
-      let port = try NamedPort(name: "abandoned", registry: temporary.registry)
+    try await withRequestsServer("abandoned") { fixture in
+      let port = try fixture.connect()
       let client = Task {
         await failureCode { () async throws(RunLoopError) -> [UInt8] in
           try await port.request(msgid: 1, data: [1], receiveTimeout: .seconds(30))
         }
       }
-      for await request in requests {
+      for await request in fixture.requests {
         #expect(request.expectsReply)
-        server.invalidate()
+        fixture.server.invalidate()
         #expect(!request.reply([10]))
       }
       #expect(await client.value != nil)
+      #expect(fixture.server.statistics.repliesUndelivered == 1)
+      #expect(fixture.server.statistics.requestsAnsweredAtStop == 0)
+      #expect(fixture.server.statistics.requestsUnanswered == 0)
     }
-    #expect(server.statistics.repliesUndelivered == 1)
-    #expect(server.statistics.requestsAnsweredAtStop == 0)
-    #expect(server.statistics.requestsUnanswered == 0)
   }
 
   @Test func repliesSentOutOfOrderFromOtherThreadsReachTheRightClients() async throws {
-    let temporary = try TemporaryRegistry()
-    let worker = try startLoopThread(name: "requests-routing")
-    defer { stopLoopThread(worker) }
-    let (server, requests) = try NamedPortServer.requests(
-      name: "routing", registry: temporary.registry, on: worker.runLoop)
-    try await onLoop(worker.runLoop) {
+    try await withRequestsServer("routing") { fixture in
       let clientCount = 4
       let rounds = 3
       let clients = try (0..<clientCount).map { index in
-        let port = try NamedPort(name: "routing", registry: temporary.registry)
+        let port = try fixture.connect()
         return Task {
           var replies: [[UInt8]] = []
           for round in 0..<rounds {
@@ -137,7 +180,7 @@ struct NamedPortRequestsTests {
       // Every client has one request out at a time: take one of each, answer them in reverse
       // order, from other threads (through the loop's perform queue) and from other tasks
       // (on the loop's thread, at once).
-      var iterator = requests.makeAsyncIterator()
+      var iterator = fixture.requests.makeAsyncIterator()
       for _ in 0..<rounds {
         var batch: [NamedPortRequest] = []
         while batch.count < clientCount, let request = await iterator.next() {
@@ -157,26 +200,22 @@ struct NamedPortRequestsTests {
         let expected = (0..<rounds).map { [UInt8(index), UInt8($0), 0xFF] }
         #expect(try await client.value == expected)
       }
-      #expect(server.statistics.repliesUndelivered == 0)
-      #expect(requests.droppedCount == 0)
+      #expect(fixture.server.statistics.repliesUndelivered == 0)
+      #expect(fixture.requests.droppedCount == 0)
     }
   }
 
   @Test func aFullBufferRefusesNewRequestsWithServerBusyAndCountsThem() async throws {
-    let temporary = try TemporaryRegistry()
-    let worker = try startLoopThread(name: "requests-busy")
-    defer { stopLoopThread(worker) }
-    let (server, requests) = try NamedPortServer.requests(
-      name: "busy", registry: temporary.registry, on: worker.runLoop, capacity: 2)
-    try await onLoop(worker.runLoop) {
-      let first = try NamedPort(name: "busy", registry: temporary.registry)
-      let second = try NamedPort(name: "busy", registry: temporary.registry)
-      let late = try NamedPort(name: "busy", registry: temporary.registry)
+    try await withRequestsServer("busy", capacity: 2) { fixture in
+      let server = fixture.server
+      let first = try fixture.connect()
+      let second = try fixture.connect()
+      let late = try fixture.connect()
       // Both wait in the buffer, in the order they arrived; nobody consumes yet.
       var waiting: [Task<[UInt8], any Error>] = []
       for (index, port) in [first, second].enumerated() {
         waiting.append(
-          Task(executorPreference: worker.runLoop) {
+          Task(executorPreference: fixture.loop) {
             try await port.request(msgid: Int32(index + 1), receiveTimeout: .seconds(30))
           })
         #expect(await eventuallyAsync { server.statistics.messagesHandled == index + 1 })
@@ -188,10 +227,10 @@ struct NamedPortRequestsTests {
       try late.send(msgid: 4)
       #expect(await eventuallyAsync { server.statistics.messagesDroppedBusy == 1 })
       #expect(server.statistics.requestsRefusedBusy == 1)
-      #expect(requests.droppedCount == 2)
+      #expect(fixture.requests.droppedCount == 2)
       // The consumer catches up: the two buffered requests are answered, in order, and the
       // buffer takes requests again.
-      var iterator = requests.makeAsyncIterator()
+      var iterator = fixture.requests.makeAsyncIterator()
       for expected in Int32(1)...2 {
         let request = try #require(await iterator.next())
         #expect(request.message.msgid == expected)
@@ -210,14 +249,11 @@ struct NamedPortRequestsTests {
   @Test func cancellingTheConsumerStopsTheServerAndAnswersWaitingClientsWithServerStopped()
     async throws
   {
-    let temporary = try TemporaryRegistry()
-    let worker = try startLoopThread(name: "requests-cancel")
-    defer { stopLoopThread(worker) }
-    let (server, requests) = try NamedPortServer.requests(
-      name: "stopping", registry: temporary.registry, on: worker.runLoop)
-    try await onLoop(worker.runLoop) {
+    try await withRequestsServer("stopping") { fixture in
+      let server = fixture.server
+      let requests = fixture.requests
       let taken = GuardedState(0)
-      let consumer = Task(executorPreference: worker.runLoop) {
+      let consumer = Task(executorPreference: fixture.loop) {
         // Holds the first two requests without replying, then stops taking more.
         var held: [NamedPortRequest] = []
         var iterator = requests.makeAsyncIterator()
@@ -229,11 +265,9 @@ struct NamedPortRequestsTests {
         _ = await iterator.next()
         return held.count
       }
-      let ports = try (0..<3).map { _ in
-        try NamedPort(name: "stopping", registry: temporary.registry)
-      }
+      let ports = try (0..<3).map { _ in try fixture.connect() }
       let clients = ports.enumerated().map { index, port in
-        Task(executorPreference: worker.runLoop) {
+        Task(executorPreference: fixture.loop) {
           await failureCode { () async throws(RunLoopError) in
             try await port.request(msgid: Int32(index), receiveTimeout: .seconds(30))
           }
@@ -249,25 +283,18 @@ struct NamedPortRequestsTests {
       #expect(server.statistics.requestsUnanswered == 0)
       #expect(server.isValid == false)
       #expect(requests.isFinished)
-      #expect(throws: RunLoopError.nameNotFound("")) {
-        try NamedPort(name: "stopping", registry: temporary.registry)
-      }
+      #expect(throws: RunLoopError.nameNotFound("")) { try fixture.connect() }
     }
   }
 
   @Test func aRequestDroppedWithoutAReplyGetsARequestDroppedFailureInTheClientProcess()
     async throws
   {
-    let temporary = try TemporaryRegistry()
-    let worker = try startLoopThread(name: "requests-dropped")
-    defer { stopLoopThread(worker) }
-    let (server, requests) = try NamedPortServer.requests(
-      name: "dropping", registry: temporary.registry, on: worker.runLoop)
-    try await onLoop(worker.runLoop) {
+    try await withRequestsServer("dropping") { fixture in
       // A patient client: a loaded machine may keep the consumer from running for a while.
       let helper = try HelperProcess(
-        ["ports-request-timed", temporary.directory, "dropping", "60000"])
-      var iterator = requests.makeAsyncIterator()
+        ["ports-request-timed", fixture.temporary.directory, "dropping", "60000"])
+      var iterator = fixture.requests.makeAsyncIterator()
       let ignored = try #require(await iterator.next())
       #expect(ignored.message.msgid == 1)
       #expect(ignored.message.peerPID == helper.pid)
@@ -275,9 +302,9 @@ struct NamedPortRequestsTests {
       let outcome = await offThread { helper.readLine(timeout: .seconds(60)) }
       #expect(outcome?.hasPrefix("error:requestDropped ") == true, "\(outcome ?? "nothing")")
       #expect(await offThread { helper.waitForExit() } == 0)
-      #expect(server.statistics.requestsUnanswered == 1)
+      #expect(fixture.server.statistics.requestsUnanswered == 1)
       // The server goes on serving.
-      let port = try NamedPort(name: "dropping", registry: temporary.registry)
+      let port = try fixture.connect()
       let client = Task { try await port.request(msgid: 8, receiveTimeout: .seconds(30)) }
       let answered = try #require(await iterator.next())
       #expect(answered.reply([8]))
@@ -286,18 +313,13 @@ struct NamedPortRequestsTests {
   }
 
   @Test func aRequestIsAnsweredOnceAndAOneWayMessageNotAtAll() async throws {
-    let temporary = try TemporaryRegistry()
-    let worker = try startLoopThread(name: "requests-once")
-    defer { stopLoopThread(worker) }
-    let (server, requests) = try NamedPortServer.requests(
-      name: "once", registry: temporary.registry, on: worker.runLoop)
-    try await onLoop(worker.runLoop) {
-      let port = try NamedPort(name: "once", registry: temporary.registry)
+    try await withRequestsServer("once") { fixture in
+      let port = try fixture.connect()
       try port.send(msgid: 1)
       let client = Task {
         try await port.request(msgid: 2, data: [2], receiveTimeout: .seconds(30))
       }
-      var iterator = requests.makeAsyncIterator()
+      var iterator = fixture.requests.makeAsyncIterator()
       let oneWay = try #require(await iterator.next())
       #expect(oneWay.expectsReply == false)
       #expect(oneWay.reply([1]) == false)
@@ -306,27 +328,22 @@ struct NamedPortRequestsTests {
       #expect(request.reply([21]) == false)
       #expect(try await client.value == [20])
       _ = consume request
-      #expect(server.statistics.requestsUnanswered == 0)
+      #expect(fixture.server.statistics.requestsUnanswered == 0)
     }
   }
 
   @Test func aReplyAboveTheMaximumSizeReachesTheClientAsMessageTooLarge() async throws {
-    let temporary = try TemporaryRegistry()
-    let worker = try startLoopThread(name: "requests-large")
-    defer { stopLoopThread(worker) }
-    let (_, requests) = try NamedPortServer.requests(
-      name: "large", registry: temporary.registry, on: worker.runLoop, maxMessageSize: 16)
-    try await onLoop(worker.runLoop) {
-      let port = try NamedPort(name: "large", registry: temporary.registry, maxMessageSize: 16)
+    try await withRequestsServer("large", maxMessageSize: 16) { fixture in
+      let port = try fixture.connect(maxMessageSize: 16)
       // On the loop too: a bare `Task {}` does not inherit the executor preference, and on
       // the shared threads a loaded run started it more than the server's 30 s idle timeout
       // after its port connected.
-      let client = Task(executorPreference: worker.runLoop) {
+      let client = Task(executorPreference: fixture.loop) {
         await failureCode { () async throws(RunLoopError) in
           try await port.request(msgid: 1, receiveTimeout: .seconds(30))
         }
       }
-      var iterator = requests.makeAsyncIterator()
+      var iterator = fixture.requests.makeAsyncIterator()
       let request = try #require(await iterator.next())
       #expect(request.reply([UInt8](repeating: 0, count: 17)))
       #expect(await client.value == .messageTooLarge)
@@ -336,15 +353,11 @@ struct NamedPortRequestsTests {
   @Test func aReplyFromTheSequenceCarriesTheRequestsTraceBackFromTheCalloutThatSentIt()
     async throws
   {
-    let temporary = try TemporaryRegistry()
     let log = PortCalloutLog()
-    let worker = try startLoopThread(name: "requests-traced") { loop in loop.addInstrument(log) }
-    defer { stopLoopThread(worker) }
-    let (_, requests) = try NamedPortServer.requests(
-      name: "traced", registry: temporary.registry, on: worker.runLoop)
-    try await onLoop(worker.runLoop) {
-      let helper = try HelperProcess(["ports-traced-request", temporary.directory, "traced"])
-      var iterator = requests.makeAsyncIterator()
+    try await withRequestsServer("traced", instrument: log) { fixture in
+      let helper = try HelperProcess(
+        ["ports-traced-request", fixture.temporary.directory, "traced"])
+      var iterator = fixture.requests.makeAsyncIterator()
       let request = try #require(await iterator.next())
       let cause = try #require(request.message.cause)
       let trace = try #require(cause.traceID)
