@@ -204,13 +204,16 @@ extension EventRunLoop {
     // With no descriptor to watch and no deadline, only a wake-up can end this sleep: the
     // loop sleeps on its word (see `WakeState`), and the timerfd keeps whatever it was armed
     // for (an old expiry is drained when `epoll` reports it).
-    let onSleepWord = deadline == nil && !self[passIn: mode].hasWatches
-    if !onSleepWord { poller.arm(nanoseconds: deadline) }
+    let watching = self[passIn: mode].hasWatches
+    let onSleepWord = deadline == nil && !watching
+    // A wake-up noted during the pass will cut the sleep short (only the loop clears the
+    // note): the timerfd keeps its old setting until a sleep needs it.
+    if !onSleepWord, !wakeState.isNoted { poller.arm(nanoseconds: deadline) }
     guard refreshInstruments().contains(.sleeps) else {
-      return blockingWait(into: buffer, onSleepWord: onSleepWord)
+      return blockingWait(into: buffer, onSleepWord: onSleepWord, watching: watching)
     }
     let start = LoopClock.now()
-    let count = blockingWait(into: buffer, onSleepWord: onSleepWord)
+    let count = blockingWait(into: buffer, onSleepWord: onSleepWord, watching: watching)
     reportSleep(from: start, to: LoopClock.now())
     return count
   }

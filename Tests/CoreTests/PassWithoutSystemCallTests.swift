@@ -44,10 +44,52 @@ struct PassWithoutSystemCallTests {
       }
       return (loop.epollWaits - before, reads.withLock { $0 })
     }
-    // Step 5 looks for ready descriptors (one call), and a pass that found none takes the
-    // events there are in step 7 (a second call).
-    #expect(waits >= 10 && waits <= 20)
+    // A zero-timeout run skips step 5 and takes the events there are in step 7: one call.
+    #expect(waits == 10)
     #expect(reads == 5)
+  }
+
+  // A run that returns after a handled source, in a mode without descriptors, with a long
+  // timeout: the pass that runs the source does not sleep, and takes no events either.
+  @Test func aPassThatHandledASourceInAModeWithoutDescriptorsMakesNoSystemCall() throws {
+    let (waits, result) = try onNewThread { loop -> (UInt64, RunResult) in
+      let source = CustomInputSource(name: "ready") {}
+      try loop.add(source, mode: .default)
+      source.signal()
+      let before = loop.epollWaits
+      let result = try loop.run(
+        mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+      return (loop.epollWaits - before, result)
+    }
+    #expect(result == .handledSource)
+    #expect(waits == 0)
+  }
+
+  // A wake-up made during the pass (here by the `beforeWaiting` observer, on the loop's own
+  // thread) cuts the coming sleep short; in a mode without descriptors that costs no system
+  // call either, whether the sleep would have been on the word or, with a timeout, in epoll.
+  @Test(arguments: [Duration.seconds(30), nil])
+  func aSleepANotedWakeUpCutsShortMakesNoSystemCallWithoutDescriptors(timeout: Duration?)
+    throws
+  {
+    let (waits, result) = try onNewThread { loop -> (UInt64, RunResult) in
+      try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
+      let sleeps = GuardedState(0)
+      loop.addInstrument(
+        CoreFoundationFidelityTests.Hook { activity in
+          guard activity == .beforeWaiting else { return }
+          let count = sleeps.withLock { count in
+            count += 1
+            return count
+          }
+          if count == 1 { loop.wakeUp() } else { loop.stop() }
+        })
+      let before = loop.epollWaits
+      let result = try loop.run(mode: .default, timeout: timeout)
+      return (loop.epollWaits - before, result)
+    }
+    #expect(result == .stopped)
+    #expect(waits == 0)
   }
 
   // The request's wake-up finds no run and is dropped; the pass finds the request anyway.
