@@ -20,6 +20,18 @@ struct CoreFoundationFidelityTests {
         if reached == activity, first.first() { action() }
       }
     }
+
+    /// A hook that calls `first` the first time the loop is about to sleep and `later` each
+    /// time after that.
+    static func beforeWaiting(
+      first: @escaping @Sendable () -> Void, later: @escaping @Sendable () -> Void
+    ) -> Hook {
+      let firstTime = FirstTime()
+      return Hook { reached in
+        guard reached == .beforeWaiting else { return }
+        if firstTime.first() { first() } else { later() }
+      }
+    }
     var interests: InstrumentInterests { .activities }
     var notificationOrder: Int { 1 }
     func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {

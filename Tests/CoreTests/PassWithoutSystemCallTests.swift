@@ -74,16 +74,8 @@ struct PassWithoutSystemCallTests {
   {
     let (waits, result) = try onNewThread { loop -> (UInt64, RunResult) in
       try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
-      let sleeps = GuardedState(0)
       loop.addInstrument(
-        CoreFoundationFidelityTests.Hook { activity in
-          guard activity == .beforeWaiting else { return }
-          let count = sleeps.withLock { count in
-            count += 1
-            return count
-          }
-          if count == 1 { loop.wakeUp() } else { loop.stop() }
-        })
+        CoreFoundationFidelityTests.Hook.beforeWaiting(first: loop.wakeUp, later: loop.stop))
       let before = loop.epollWaits
       let result = try loop.run(mode: .default, timeout: timeout)
       return (loop.epollWaits - before, result)

@@ -28,23 +28,15 @@ struct WakeUpNoteTests {
       try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
       loop.addInstrument(recorder)
       let writes = GuardedState<UInt64?>(nil)
-      let sleeps = GuardedState(0)
       loop.addInstrument(
-        CoreFoundationFidelityTests.Hook { activity in
-          guard activity == .beforeWaiting else { return }
-          let count = sleeps.withLock { count in
-            count += 1
-            return count
-          }
-          if count == 1 {
+        CoreFoundationFidelityTests.Hook.beforeWaiting(
+          first: {
             let before = writeSystemCallsOfThisThread()
             loop.wakeUp()
             let after = writeSystemCallsOfThisThread()
             writes.withLock { $0 = before.flatMap { before in after.map { $0 - before } } }
-          } else {
-            loop.stop()  // a wake-up too, made during the pass
-          }
-        })
+          },
+          later: loop.stop))  // a wake-up too, made during the pass
       let result = try loop.run(mode: .default, timeout: timeout)
       recorder.mark("result:\(result)")
       return (recorder.log, writes.withLock { $0 })
