@@ -1,11 +1,15 @@
 import Dispatch
+import Glibc
 import RunLoopCore
 import Synchronization
 import Testing
 
 @testable import RunLoopTimers
 
-@Suite("Timers changed from other threads")
+// Serialized: each race test keeps two threads busy meeting before every round, and several
+// at once, beside the rest of the test run, can keep other tests' threads and helper
+// processes off the CPU for seconds under ThreadSanitizer.
+@Suite("Timers changed from other threads", .serialized)
 struct CrossThreadTests {
   @Test func invalidateFromAnotherThreadStopsARepeatingTimer() throws {
     let counter = Counter()
@@ -177,7 +181,10 @@ struct CrossThreadTests {
   }
 
   /// Two threads meet before each round, then one applies `first` and the other `second`
-  /// to `timers[round]` (given with its round), as near the same moment as they can.
+  /// to `timers[round]` (given with its round), as near the same moment as they can. A
+  /// racer that waits long for the other yields its CPU: with more racers than CPUs (other
+  /// tests run at the same time), spinning would only keep the other racer, and every other
+  /// test, off the CPU.
   private func race(
     _ timers: [LoopTimer], _ first: @escaping @Sendable (Int, LoopTimer) -> Void,
     _ second: @escaping @Sendable (Int, LoopTimer) -> Void
@@ -187,7 +194,11 @@ struct CrossThreadTests {
       RunLoopThread(name: "racer") { _ in
         for index in timers.indices {
           arrived.wrappingAdd(1, ordering: .sequentiallyConsistent)
-          while arrived.load(ordering: .sequentiallyConsistent) < 2 * (index + 1) {}
+          var spins = 0
+          while arrived.load(ordering: .sequentiallyConsistent) < 2 * (index + 1) {
+            spins += 1
+            if spins > 200 { sched_yield() }
+          }
           body(index, timers[index])
         }
       }
