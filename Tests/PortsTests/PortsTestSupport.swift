@@ -80,17 +80,21 @@ func openDescriptorCount() -> Int {
   return count
 }
 
-/// `body` on a Dispatch worker thread; `wait()` returns once it finished.
+/// `body` on a thread of its own; `wait()` returns once it finished. Not on a Dispatch
+/// worker: Swift's global executor runs the test run's tasks on Dispatch's default global
+/// threads (on Linux), and a job queued behind tests that keep them busy can wait for
+/// seconds, longer than the timeouts the jobs here serve.
 final class BackgroundJob: Sendable {
-  private let done = DispatchSemaphore(value: 0)
+  private let thread: RunLoopThread
 
   init(_ body: @escaping @Sendable () -> Void) {
-    let done = self.done
-    DispatchQueue.global().async {
-      body()
-      done.signal()
+    thread = RunLoopThread(name: "background-job") { _ in body() }
+    do {
+      try thread.start()
+    } catch {
+      preconditionFailure("no thread for a background job: \(error)")
     }
   }
 
-  func wait() { done.wait() }
+  func wait() { try? thread.join() }
 }
