@@ -48,14 +48,17 @@ struct SpinBeforeSleepTests {
     #expect(spins == LoopSpinStatistics(spins: 0, caught: 0, spinTime: .zero))
   }
 
+  // Each side keeps the ball 50 µs, so that it lands while the other loop polls (the
+  // longest limit, 1 ms, opens a window of 125 µs), not while it is still in its pass.
   @Test(.enabled(if: hasTwoCPUs, "needs two CPUs"))
   func loopsWokenAgainAndAgainPollAndCatchTheirWork() throws {
     let pair = try PingPongPair()
     defer { pair.stop() }
+    for loop in pair.loops { loop.spinLimit = .milliseconds(1) }
     // Some other suite's loops may hold the polling places for a while: a few rounds.
     var caught: UInt64 = 0
     for _ in 0..<20 where caught == 0 {
-      pair.bounce(2000)
+      pair.bounce(500, holdingEachHopFor: .microseconds(50))
       caught = pair.loops.map(\.spinStatistics.caught).reduce(0, +)
     }
     #expect(caught > 0)
@@ -185,8 +188,9 @@ struct SpinBeforeSleepTests {
   func oneLongSleepShutsThePollingWindow() throws {
     let pair = try PingPongPair()
     defer { pair.stop() }
+    for loop in pair.loops { loop.spinLimit = .milliseconds(1) }
     for _ in 0..<20 where pair.loops.allSatisfy({ $0.spinStatistics.spins == 0 }) {
-      pair.bounce(2000)
+      pair.bounce(500, holdingEachHopFor: .microseconds(50))
     }
     // The window was open: the burst polled.
     #expect(pair.loops.contains { $0.spinStatistics.spins > 0 })

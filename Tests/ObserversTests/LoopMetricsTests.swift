@@ -74,10 +74,14 @@ struct LoopMetricsTests {
     let metrics = LoopMetrics(exportingTo: exported, labelPrefix: "test.runloop")
     let pair = try PingPongPair()
     defer { pair.stop() }
-    for loop in pair.loops { metrics.attach(to: loop) }
+    for loop in pair.loops {
+      metrics.attach(to: loop)
+      loop.spinLimit = .milliseconds(1)
+    }
     // Polling needs a free polling place; another test's loops may hold them for a while.
+    // Each hop is held 50 µs, so that it lands while the other loop polls.
     for _ in 0..<20 where pair.loops.allSatisfy({ $0.spinStatistics.caught == 0 }) {
-      pair.bounce(2000)
+      pair.bounce(500, holdingEachHopFor: .microseconds(50))
     }
     // A sleep is reported when it ends: wake both loops now and then (each sleep in between
     // is long, so it does not poll) until the snapshots have caught up with the loops.

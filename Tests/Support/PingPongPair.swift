@@ -50,17 +50,28 @@ public final class PingPongPair: Sendable {
     threads = started
   }
 
-  /// Sends the ball `count` times round and waits until it is back.
-  public func bounce(_ count: Int) {
+  /// Sends the ball `count` times round and waits until it is back. With `hold`, each side
+  /// keeps the ball that long (busy) before it sends it on, so that it lands while the
+  /// other loop has gone to sleep, and polls, rather than while it is still in its pass
+  /// (where a wake-up only leaves a note, and the loop does not sleep or poll at all).
+  public func bounce(_ count: Int, holdingEachHopFor hold: Duration = .zero) {
     ball.remaining.withLock { $0 = count }
-    loops[1].perform { self.atB() }
+    loops[1].perform { self.atB(hold) }
     ball.finished.wait()
   }
 
-  private func atB() {
+  private func atB(_ hold: Duration) {
+    Self.keep(for: hold)
     loops[0].perform {
-      if self.ball.arrivedAtA() { self.loops[1].perform { self.atB() } }
+      Self.keep(for: hold)
+      if self.ball.arrivedAtA() { self.loops[1].perform { self.atB(hold) } }
     }
+  }
+
+  private static func keep(for hold: Duration) {
+    guard hold > .zero else { return }
+    let end = ContinuousClock.now + hold
+    while ContinuousClock.now < end {}
   }
 
   /// Cancels both threads, stops their loops and joins them.
