@@ -200,22 +200,30 @@ extension EventRunLoop {
   /// deadlines, an event, or a wake-up. Returns the number of events; the caller tells the
   /// wake state at once whether they hold the wake-up's.
   private func sleep(mode: LoopMode, plan: RunPlan, buffer: UnsafeMutableRawPointer) -> Int {
+    guard refreshInstruments().contains(.sleeps) else {
+      return wait(mode: mode, plan: plan, buffer: buffer)
+    }
+    let start = LoopClock.now()
+    let count = wait(mode: mode, plan: plan, buffer: buffer)
+    reportSleep(from: start, to: LoopClock.now())
+    return count
+  }
+
+  /// The sleep itself. A wake-up noted during the pass means there is none: the pass takes
+  /// the events there are (see `readyEvents(in:into:)`), and neither the deadline nor the
+  /// timerfd is looked at.
+  private func wait(mode: LoopMode, plan: RunPlan, buffer: UnsafeMutableRawPointer) -> Int {
+    if wakeState.takeNote() {
+      local.wakeUpsTaken &+= 1
+      return readyEvents(in: mode, into: buffer)
+    }
     let deadline = wakeDeadline(in: mode, runDeadline: plan.deadline)
     // With no descriptor to watch and no deadline, only a wake-up can end this sleep: the
     // loop sleeps on its word (see `WakeState`), and the timerfd keeps whatever it was armed
     // for (an old expiry is drained when `epoll` reports it).
-    let watching = self[passIn: mode].hasWatches
-    let onSleepWord = deadline == nil && !watching
-    // A wake-up noted during the pass will cut the sleep short (only the loop clears the
-    // note): the timerfd keeps its old setting until a sleep needs it.
-    if !onSleepWord, !wakeState.isNoted { poller.arm(nanoseconds: deadline) }
-    guard refreshInstruments().contains(.sleeps) else {
-      return blockingWait(into: buffer, onSleepWord: onSleepWord, watching: watching)
-    }
-    let start = LoopClock.now()
-    let count = blockingWait(into: buffer, onSleepWord: onSleepWord, watching: watching)
-    reportSleep(from: start, to: LoopClock.now())
-    return count
+    let onSleepWord = deadline == nil && !self[passIn: mode].hasWatches
+    if !onSleepWord { poller.arm(nanoseconds: deadline) }
+    return blockingWait(into: buffer, onSleepWord: onSleepWord)
   }
 
   /// The earliest of `runDeadline` and the deadline sources' next deadlines in `mode`.

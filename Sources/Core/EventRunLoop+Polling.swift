@@ -71,18 +71,10 @@ extension EventRunLoop {
   ///
   /// With `onSleepWord`, the run watches no descriptor and has no deadline: only a wake-up
   /// can end its sleep, so the loop blocks on its sleep word (see ``WakeState``) rather
-  /// than in `epoll`. `watching` tells whether the mode watches descriptors: a sleep that a
-  /// wake-up noted during the pass cuts short takes their events without blocking, and
-  /// makes no system call when there are none to take (as `readyEvents(in:into:)` does).
-  func blockingWait(into buffer: UnsafeMutableRawPointer, onSleepWord: Bool, watching: Bool)
-    -> Int
-  {
+  /// than in `epoll`. The caller has taken any wake-up noted during the pass, so what the
+  /// window learns comes from real waits.
+  func blockingWait(into buffer: UnsafeMutableRawPointer, onSleepWord: Bool) -> Int {
     assertOnLoopThread()
-    // A wake-up during the pass: no wait, so nothing for the polling window to learn from.
-    if wakeState.takeNote() {
-      local.wakeUpsTaken &+= 1
-      return watching ? poller.wait(into: buffer, block: false) : 0
-    }
     let limit = pollingLimit.load(ordering: .relaxed)
     guard limit > 0, local.polling.threadHasAnotherCPU() else {
       return block(into: buffer, onSleepWord: onSleepWord)

@@ -192,16 +192,12 @@ struct WakeState: ~Copyable, Sendable {
     enter(.blocking)
   }
 
-  /// Whether a wake-up noted itself during the pass (it stays until ``takeNote()``: only
-  /// the loop clears it).
-  var isNoted: Bool {
-    phase.load(ordering: .sequentiallyConsistent) == Phase.noted.rawValue
-  }
-
   /// Takes a wake-up that noted itself during the pass, if there is one (the state goes
   /// back to `awake`): step 7 then does not wait at all, not even to poll.
   func takeNote() -> Bool {
-    guard isNoted else { return false }
+    guard phase.load(ordering: .sequentiallyConsistent) == Phase.noted.rawValue else {
+      return false
+    }
     phase.store(Phase.awake.rawValue, ordering: .sequentiallyConsistent)
     return true
   }
