@@ -71,8 +71,9 @@ extension EventRunLoop {
   ///
   /// With `onSleepWord`, the run watches no descriptor and has no deadline: only a wake-up
   /// can end its sleep, so the loop blocks on its sleep word (see ``WakeState``) rather
-  /// than in `epoll`. The caller has taken any wake-up noted during the pass, so what the
-  /// window learns comes from real waits.
+  /// than in `epoll`. The caller has taken any wake-up noted during the pass; one that notes
+  /// itself in the moment before the wait begins is taken as it begins (see `block` and
+  /// `poll`), with no system call.
   func blockingWait(into buffer: UnsafeMutableRawPointer, onSleepWord: Bool) -> Int {
     assertOnLoopThread()
     let limit = pollingLimit.load(ordering: .relaxed)
@@ -92,11 +93,12 @@ extension EventRunLoop {
     return count
   }
 
-  /// Blocks until an event or a wake-up: on the sleep word when `onSleepWord` (no events
-  /// then: returns 0), else in `epoll`. A wake-up that came during the pass does not let the
-  /// sleep block: the loop takes the events there are and goes on. One that wrote to the
-  /// eventfd before the loop could sleep on its word is taken from `epoll`, which returns
-  /// its event at once.
+  /// Blocks until an event or a wake-up: on the sleep word when `onSleepWord`, else in
+  /// `epoll`. Returns the number of events (0 from the word). A wake-up that noted itself
+  /// just before ends the wait before it begins, with no events taken: descriptors are
+  /// level-triggered and the next pass sees them, and due timers fire from the clock. One
+  /// that wrote to the eventfd before the loop could sleep on its word is taken from
+  /// `epoll`, which returns its event at once.
   private func block(into buffer: UnsafeMutableRawPointer, onSleepWord: Bool) -> Int {
     if onSleepWord, let woken = wakeState.sleepOnWord() {
       if woken { local.wakeUpsTaken &+= 1 }
@@ -104,7 +106,7 @@ extension EventRunLoop {
     }
     if wakeState.beginBlocking() == .woken {
       local.wakeUpsTaken &+= 1
-      return poller.wait(into: buffer, block: false)
+      return 0
     }
     return poller.wait(into: buffer, block: true)
   }
@@ -121,8 +123,9 @@ extension EventRunLoop {
   {
     let entry = wakeState.beginPolling()
     if entry == .woken {
+      // As in `block`: no events taken, the next pass sees them.
       local.wakeUpsTaken &+= 1
-      return poller.wait(into: buffer, block: false)
+      return 0
     }
     let marking = entry == .entered
     var count = 0

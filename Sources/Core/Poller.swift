@@ -48,7 +48,7 @@ final class Poller {
     outermostBuffer = Self.makeBuffer()
     // Edge-triggered: every write to an eventfd reports one new event, so the loop never
     // needs to read the counter back, which saves a system call per wake-up. The counter
-    // only grows (by one per wake-up that found the loop's flag clear); at ten million
+    // only grows (by one per wake-up that found the loop blocking in `epoll`); at ten million
     // wake-ups a second it would take tens of thousands of years to reach its limit.
     try add(wake, mask: EPOLLIN.rawValue | EPOLLET.rawValue, token: Self.wakeToken)
     try add(timer, mask: EPOLLIN.rawValue, token: Self.timerToken)

@@ -24,7 +24,13 @@ final class PublishedState: Sendable {
 
   /// Publishes the queued jobs' total moved on by `delta` (under the state's lock).
   func jobCountDidChange(by delta: Int) {
-    Self.publish(jobCount.load(ordering: .relaxed) + delta, in: jobCount)
+    let count = jobCount.load(ordering: .relaxed) + delta
+    // The sign of `delta` tells whether the count grew: no second load, as `publish` needs.
+    if delta > 0 {
+      jobCount.store(count, ordering: .sequentiallyConsistent)
+    } else {
+      jobCount.store(count, ordering: .releasing)
+    }
   }
 
   /// Stores `count`, sequentially consistent when it grew (see the type's comment). The load
