@@ -69,8 +69,7 @@ public final class PrivateJournald: @unchecked Sendable {
 
   /// The journald's scheduling state, the third field of `/proc/PID/stat` (`S`, `R`, `T`...).
   private func processState() -> Character? {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-      let end = stat.lastIndex(of: ")")
+    guard let stat = procFileText("/proc/\(pid)/stat"), let end = stat.lastIndex(of: ")")
     else { return nil }
     return stat[stat.index(after: end)...].first { $0 != " " }
   }

@@ -5,16 +5,7 @@
 public func writeSystemCallsOfThisThread() -> UInt64? {
   guard let text = procFileText("/proc/thread-self/io") else { return nil }
   for line in text.split(separator: "\n") where line.hasPrefix("syscw:") {
-    return UInt64(line.dropFirst("syscw:".count).trimmingCharacters(in: " "))
+    return line.split(separator: " ").last.flatMap { UInt64($0) }
   }
   return nil
-}
-
-extension Substring {
-  fileprivate func trimmingCharacters(in set: Character) -> Substring {
-    var trimmed = self
-    while trimmed.first == set { trimmed = trimmed.dropFirst() }
-    while trimmed.last == set { trimmed = trimmed.dropLast() }
-    return trimmed
-  }
 }

@@ -262,14 +262,30 @@ struct CrossThreadTests {
   // (an add that came first is undone by the invalidate; one that came later fails).
   @Test func addRacingInvalidateLeavesNoInvalidTimerScheduled() throws {
     let rounds = 5_000
-    let (stale, allInvalid) = try onNewThread { loop -> (Int, Bool) in
+    let (stale, allInvalid, failures) = try onNewThread {
+      loop -> (Int, Bool, Set<RunLoopError.Code>) in
       let timers = try (0..<rounds).map { _ in
         try LoopTimer(fireAt: .now + .seconds(3600)) { _ in }
       }
-      try race(timers, { _ = try? loop.add($1, mode: .default) }, { $1.invalidate() })
-      return (scheduledCount(loop, mode: .default), timers.allSatisfy { !$0.isValid })
+      let failures = GuardedState(Set<RunLoopError.Code>())
+      try race(
+        timers,
+        { _, timer in
+          do throws(RunLoopError) {
+            try loop.add(timer, mode: .default)
+          } catch {
+            failures.withLock { _ = $0.insert(error.code) }
+          }
+        },
+        { $1.invalidate() })
+      return (
+        scheduledCount(loop, mode: .default), timers.allSatisfy { !$0.isValid },
+        failures.withLock { $0 }
+      )
     }
     #expect(stale == 0, "\(stale) invalid timers still scheduled after the race")
     #expect(allInvalid)
+    // An add that came too late fails because the timer is invalid, and for no other reason.
+    #expect(failures.isSubset(of: [.invalidated]), "\(failures)")
   }
 }
