@@ -36,11 +36,6 @@ struct StalledSide: Error, CustomStringConvertible {
   let description: String
 }
 
-/// A measurement whose setting up failed (a system call refused).
-struct SetUpFailure: Error, CustomStringConvertible {
-  let description: String
-}
-
 /// Runs `body` on a new thread and waits for it: each side's single-thread work starts on a
 /// fresh thread, so no side inherits another's loop, arena or caches on the bench's thread.
 func onNewThread<Value>(_ body: @escaping () throws -> Value) throws -> Value {

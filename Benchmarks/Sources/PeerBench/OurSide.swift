@@ -51,16 +51,19 @@ enum OurSide {
     try onNewThread {
       let loop = EventRunLoop.current
       try loop.add(CustomInputSource(name: "idle") {}, mode: .default)
+      // An idle pipe's read end, watched only when asked: it never becomes readable.
       var ends: [Int32] = [-1, -1]
-      guard pipe(&ends) == 0 else {
-        throw SetUpFailure(description: "pipe() failed: errno \(errno)")
+      if watchingADescriptor {
+        guard pipe(&ends) == 0 else {
+          throw StalledSide(description: "our empty passes: pipe() failed, errno \(errno)")
+        }
       }
-      let watch = DescriptorWatch(fileDescriptor: ends[0], name: "idle") { _ in }
+      let watch = watchingADescriptor ? DescriptorWatch(fileDescriptor: ends[0]) { _ in } : nil
       defer {
-        watch.invalidate()
-        for end in ends { close(end) }
+        watch?.invalidate()
+        for end in ends where end >= 0 { close(end) }
       }
-      if watchingADescriptor { try loop.add(watch, mode: .default) }
+      if let watch { try loop.add(watch, mode: .default) }
       for _ in 0..<1000 { try loop.run(mode: .default, timeout: .zero) }
       let start = nanosNow()
       for _ in 0..<passes { try loop.run(mode: .default, timeout: .zero) }
