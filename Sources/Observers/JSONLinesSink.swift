@@ -16,8 +16,9 @@ import RunLoopCore
 /// a choice between waiting (the loop would then wait for the disk, which tracing must never
 /// make it do) and dropping (the log would no longer be the complete record). A writer that
 /// falls behind therefore costs memory, not loop time or records;
-/// ``JSONLinesSinkStatistics/queueHighWater`` tells how far behind it fell. What the system refuses to take (a failed `write(2)`: full disk, closed
-/// pipe) is counted in ``statistics`` and reported once on standard error.
+/// ``JSONLinesSinkStatistics/queueHighWater`` tells how far behind it fell. What the system
+/// refuses to take (a failed `write(2)`: full disk, closed pipe) is counted in
+/// ``statistics`` and reported once on standard error.
 ///
 /// Each `write(2)` carries whole lines only, at most `PIPE_BUF` bytes for a pipe or socket
 /// (which the kernel writes atomically), so that a descriptor shared with other writers, such
