@@ -19,24 +19,18 @@ final class PublishedState: Sendable {
 
   /// Publishes the perform queue's new length (under the state's lock).
   func performCountDidChange(to count: Int) {
-    Self.publish(count, in: performCount)
+    // Relaxed: every store is made under the same lock, so this reads the last one.
+    Self.publish(count, in: performCount, grew: count > performCount.load(ordering: .relaxed))
   }
 
   /// Publishes the queued jobs' total moved on by `delta` (under the state's lock).
   func jobCountDidChange(by delta: Int) {
-    let count = jobCount.load(ordering: .relaxed) + delta
-    // The sign of `delta` tells whether the count grew: no second load, as `publish` needs.
-    if delta > 0 {
-      jobCount.store(count, ordering: .sequentiallyConsistent)
-    } else {
-      jobCount.store(count, ordering: .releasing)
-    }
+    Self.publish(jobCount.load(ordering: .relaxed) + delta, in: jobCount, grew: delta > 0)
   }
 
-  /// Stores `count`, sequentially consistent when it grew (see the type's comment). The load
-  /// is relaxed: every store is made under the same lock, so it reads the last one.
-  private static func publish(_ count: Int, in counter: borrowing Atomic<Int>) {
-    if count > counter.load(ordering: .relaxed) {
+  /// Stores `count`, sequentially consistent when it `grew` (see the type's comment).
+  private static func publish(_ count: Int, in counter: borrowing Atomic<Int>, grew: Bool) {
+    if grew {
       counter.store(count, ordering: .sequentiallyConsistent)
     } else {
       counter.store(count, ordering: .releasing)
