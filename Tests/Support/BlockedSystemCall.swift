@@ -24,14 +24,6 @@ public func isSleeping(in call: Int, thread tid: pid_t) -> Bool {
 /// The `futex` system call's number on this machine.
 public let futexSystemCall = Int(SYS_futex)
 
-/// The number of the system call a loop's `epoll` sleep is on this machine: `epoll_wait`
-/// where the kernel has it (x86_64; `epoll_pwait` costs more there), `epoll_pwait` elsewhere.
-public let epollWaitSystemCall = epollWaitCallNumber()
-
-private func epollWaitCallNumber() -> Int {
-  #if arch(x86_64)
-    return Int(SYS_epoll_wait)
-  #else
-    return Int(SYS_epoll_pwait)
-  #endif
-}
+/// The number of the system call a loop's `epoll` sleep is on this machine (`epoll_wait`
+/// where the kernel has it, else `epoll_pwait`; see `crl_epoll_wait`).
+public let epollWaitSystemCall = crl_epoll_wait_system_call()

@@ -71,18 +71,28 @@ static inline int crl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint6
 static inline size_t crl_epoll_event_size(void) { return sizeof(struct epoll_event); }
 
 /// epoll_wait as the bare system call. glibc's wrapper is a thread-cancellation point: around
-/// the call it switches asynchronous cancellation on and off, about 30 instructions beside
-/// the 545 of a zero-timeout run that polls. A loop's thread is never cancelled (nothing in
-/// the framework or in Swift calls pthread_cancel), so the bookkeeping buys nothing here.
-/// Where the kernel has epoll_wait itself (x86_64), that is the call: epoll_pwait with no
-/// signal mask does the same, but cost 13 to 17 ns more per call here (115-124 against
-/// 101-104 ns for an empty zero-timeout wait), a fifth of an empty pass's own work. arm64
-/// has only epoll_pwait. Returns the number of events, or -1 with errno set.
+/// the call it switches asynchronous cancellation on and off, about 30 instructions a call.
+/// A loop's thread is never cancelled (nothing in the framework or in Swift calls
+/// pthread_cancel), so the bookkeeping buys nothing here. Where the kernel has epoll_wait
+/// (x86_64 among others), that is the call: epoll_pwait with no signal mask does the same
+/// work but is 13 to 17 ns slower per call on this project's machines (Performance.md,
+/// "epoll_wait, not epoll_pwait"). arm64 has only epoll_pwait. Returns the number of
+/// events, or -1 with errno set.
 static inline int crl_epoll_wait(int epfd, struct epoll_event *events, int max, int timeout) {
 #ifdef SYS_epoll_wait
   return (int)syscall(SYS_epoll_wait, epfd, events, max, timeout);
 #else
   return (int)syscall(SYS_epoll_pwait, epfd, events, max, timeout, NULL, sizeof(uint64_t));
+#endif
+}
+
+/// The number of the system call `crl_epoll_wait` makes, as `/proc/<pid>/task/<tid>/syscall`
+/// shows it while a loop sleeps there.
+static inline long crl_epoll_wait_system_call(void) {
+#ifdef SYS_epoll_wait
+  return SYS_epoll_wait;
+#else
+  return SYS_epoll_pwait;
 #endif
 }
 
