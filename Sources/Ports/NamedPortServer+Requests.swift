@@ -195,24 +195,25 @@ final class _RequestBook: Sendable {
   /// says `false` instead of accepting an answer nobody will get, and counts each once, as
   /// an answer whose client is gone.
   func abandon() {
-    let lost = state.withLock { state -> Int in
-      state.stopped = true
-      defer { state.waiting = [:] }
-      return state.waiting.count
-    }
+    let lost = closeAndTakeWaiting().count
     server.count { $0.repliesUndelivered += lost }
   }
 
   /// The consumer ended: answers every request still waiting, then invalidates the server
   /// (the answers leave first: they are queued on the loop before the close).
   func stop() {
-    let waiting = state.withLock { state in
+    let waiting = closeAndTakeWaiting()
+    for route in waiting { server.answer(route, with: .failure(.stopped(server.name))) }
+    server.count { $0.requestsAnsweredAtStop += waiting.count }
+    server.invalidate()
+  }
+
+  /// Stops taking requests and takes the ones still waiting, in the order they came.
+  private func closeAndTakeWaiting() -> [_DeferredReply] {
+    state.withLock { state in
       state.stopped = true
       defer { state.waiting = [:] }
       return state.waiting.sorted { $0.key < $1.key }.map(\.value)
     }
-    for route in waiting { server.answer(route, with: .failure(.stopped(server.name))) }
-    server.count { $0.requestsAnsweredAtStop += waiting.count }
-    server.invalidate()
   }
 }
