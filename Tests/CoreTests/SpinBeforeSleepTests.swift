@@ -167,18 +167,24 @@ struct SpinBeforeSleepTests {
     return (lost, performed.load(ordering: .acquiring), result.withLock { $0 }, spins.caught)
   }
 
+  // The same held hops as `loopsWokenAgainAndAgainPollAndCatchTheirWork`, which land while
+  // the other loop sleeps, where a loop with a limit polls (an unheld ball lands during the
+  // pass, where no loop polls whatever its limit).
   @Test func aSpinLimitOfZeroTurnsPollingOff() throws {
     let pair = try PingPongPair()
     defer { pair.stop() }
     for loop in pair.loops { loop.spinLimit = .zero }
-    pair.bounce(3000)
+    pair.bounce(500, holdingEachHopFor: .microseconds(50))
     for loop in pair.loops { #expect(loop.spinStatistics.spins == 0) }
   }
 
+  // As above, with the longest limit: a loop whose thread has no other CPU never polls,
+  // since the thread that would end its poll could not run meanwhile.
   @Test func loopsOnThreadsRestrictedToOneCPUNeverPoll() throws {
     let pair = try PingPongPair(onOneCPU: true)
     defer { pair.stop() }
-    pair.bounce(3000)
+    for loop in pair.loops { loop.spinLimit = .milliseconds(1) }
+    pair.bounce(500, holdingEachHopFor: .microseconds(50))
     for loop in pair.loops { #expect(loop.spinStatistics.spins == 0) }
   }
 
