@@ -4,11 +4,12 @@ import Testing
 
 /// Step 7 of a pass that does not sleep takes the events `epoll` has. A mode that watches
 /// no descriptor has none the pass needs (what a wake-up announces, the pass looks at
-/// directly), so such a pass makes no system call. Counted with the loop's count of its
-/// `epoll_wait` calls.
-@Suite("A pass with nothing for epoll makes no system call")
+/// directly), so such a pass makes no `epoll_wait` call, the one system call it would
+/// make. Counted with the loop's count of those calls (a sleep that a noted wake-up cuts
+/// short is counted in `WakeUpNoteTests`).
+@Suite("A pass with nothing for epoll does not call it")
 struct PassWithoutSystemCallTests {
-  @Test func zeroTimeoutRunsOfAModeWithoutDescriptorsMakeNoSystemCallAndStillRunSources() throws {
+  @Test func zeroTimeoutRunsOfAModeWithoutDescriptorsMakeNoEpollWaitAndStillRunSources() throws {
     let (waits, performed) = try onNewThread { loop -> (UInt64, Int) in
       let performed = GuardedState(0)
       let source = CustomInputSource(name: "counted") { performed.withLock { $0 += 1 } }
@@ -51,7 +52,7 @@ struct PassWithoutSystemCallTests {
 
   // A run that returns after a handled source, in a mode without descriptors, with a long
   // timeout: the pass that runs the source does not sleep, and takes no events either.
-  @Test func aPassThatHandledASourceInAModeWithoutDescriptorsMakesNoSystemCall() throws {
+  @Test func aPassThatHandledASourceInAModeWithoutDescriptorsMakesNoEpollWait() throws {
     let (waits, result) = try onNewThread { loop -> (UInt64, RunResult) in
       let source = CustomInputSource(name: "ready") {}
       try loop.add(source, mode: .default)
@@ -65,27 +66,8 @@ struct PassWithoutSystemCallTests {
     #expect(waits == 0)
   }
 
-  // A wake-up made during the pass (here by the `beforeWaiting` observer, on the loop's own
-  // thread) cuts the coming sleep short; in a mode without descriptors that costs no system
-  // call either, whether the sleep would have been on the word or, with a timeout, in epoll.
-  @Test(arguments: [Duration.seconds(30), nil])
-  func aSleepANotedWakeUpCutsShortMakesNoSystemCallWithoutDescriptors(timeout: Duration?)
-    throws
-  {
-    let (waits, result) = try onNewThread { loop -> (UInt64, RunResult) in
-      try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
-      loop.addInstrument(
-        CoreFoundationFidelityTests.Hook.beforeWaiting(first: loop.wakeUp, later: loop.stop))
-      let before = loop.epollWaits
-      let result = try loop.run(mode: .default, timeout: timeout)
-      return (loop.epollWaits - before, result)
-    }
-    #expect(result == .stopped)
-    #expect(waits == 0)
-  }
-
   // The request's wake-up finds no run and is dropped; the pass finds the request anyway.
-  @Test func aRequestQueuedFromAnotherThreadRunsInTheNextZeroTimeoutPassWithNoSystemCall()
+  @Test func aRequestQueuedFromAnotherThreadRunsInTheNextZeroTimeoutPassWithNoEpollWait()
     throws
   {
     let (ran, waits) = try onNewThread { loop -> (Int, UInt64) in

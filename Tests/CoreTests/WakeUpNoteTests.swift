@@ -2,16 +2,19 @@ import Dispatch
 import RunLoopCore
 import Testing
 
-/// A wake-up made while the loop is in a pass notes itself in the wake state: no system
-/// call (no `eventfd` write, no `futex` wake), and the pass's sleep takes the note instead
-/// of blocking. Writes are counted from `/proc/thread-self/io` on the thread that wakes.
+/// A wake-up made while the loop is in a pass notes itself in the wake state, and the pass's
+/// sleep takes the note instead of blocking. Counted: the `write` calls of the thread that
+/// wakes (from `/proc/thread-self/io`), which an `eventfd` wake-up makes, and the loop's
+/// `epoll_wait` calls, which a sleep cut short in a mode without descriptors does not make.
 @Suite("A wake-up during a pass is a note")
 struct WakeUpNoteTests {
   /// A loop with one idle source whose first `beforeWaiting` wakes the loop (counting the
   /// writes that makes) and whose second stops it; returns the activities, the result and
-  /// the writes. A watchdog stops the loop after 10 s, so a sleep that blocked through the
-  /// wake-up shows as a wrong log, not as a hang.
-  private func runWakingInBeforeWaiting(timeout: Duration?) throws -> ([String], UInt64?) {
+  /// the writes and the loop's `epoll_wait` calls. A watchdog stops the loop after 10 s, so
+  /// a sleep that blocked through the wake-up shows as a wrong log, not as a hang.
+  private func runWakingInBeforeWaiting(timeout: Duration?) throws -> (
+    log: [String], writes: UInt64?, epollWaits: UInt64
+  ) {
     let finished = DispatchSemaphore(value: 0)
     let owner = GuardedState<EventRunLoop?>(nil)
     let watchdog = RunLoopThread(name: "watchdog") { _ in
@@ -21,7 +24,7 @@ struct WakeUpNoteTests {
     }
     try watchdog.start()
     defer { try? watchdog.join() }
-    return try onNewThread { loop -> ([String], UInt64?) in
+    return try onNewThread { loop -> ([String], UInt64?, UInt64) in
       defer { finished.signal() }
       owner.withLock { $0 = loop }
       let recorder = Recorder()
@@ -37,21 +40,26 @@ struct WakeUpNoteTests {
             writes.withLock { $0 = before.flatMap { before in after.map { $0 - before } } }
           },
           later: loop.stop))  // a wake-up too, made during the pass
+      let waitsBefore = loop.epollWaits
       let result = try loop.run(mode: .default, timeout: timeout)
       recorder.mark("result:\(result)")
-      return (recorder.log, writes.withLock { $0 })
+      return (recorder.log, writes.withLock { $0 }, loop.epollWaits - waitsBefore)
     }
   }
 
   // With a timeout the sleep would be in `epoll`; with none, on the loop's word. Either way
   // the wake-up made in `beforeWaiting` writes nothing, and the sleep after it does not
-  // block: the second pass follows at once, and its stop ends the run.
+  // block and, the mode watching no descriptor, makes no `epoll_wait` call: the second pass
+  // follows at once, and its stop ends the run.
   @Test(
     .enabled(if: writeSystemCallsOfThisThread() != nil, "needs /proc/thread-self/io"),
     arguments: [Duration.seconds(60), nil])
-  func aWakeUpDuringAPassWritesNothingAndTheNextSleepDoesNotBlock(timeout: Duration?) throws {
-    let (log, writes) = try runWakingInBeforeWaiting(timeout: timeout)
+  func aWakeUpDuringAPassWritesNothingAndTheNextSleepNeitherBlocksNorCallsEpoll(timeout: Duration?)
+    throws
+  {
+    let (log, writes, epollWaits) = try runWakingInBeforeWaiting(timeout: timeout)
     #expect(writes == 0)
+    #expect(epollWaits == 0)
     #expect(
       log == [
         "entry", "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting",

@@ -438,7 +438,7 @@ struct TimerFiringTests {
 
   // Due timers are fired from the clock, not from the timerfd's event: a zero-timeout pass
   // of a mode that watches no descriptor fires them without an epoll_wait.
-  @Test func aDueTimerFiresInAZeroTimeoutRunWithNoSystemCall() throws {
+  @Test func aDueTimerFiresInAZeroTimeoutRunWithNoEpollWait() throws {
     let (fired, waits) = try onNewThread { loop -> (Int, UInt64) in
       let fired = GuardedState(0)
       let timer = try LoopTimer(fireAt: .now) { _ in fired.withLock { $0 += 1 } }
