@@ -83,6 +83,14 @@ func scheduledCount(_ loop: EventRunLoop, mode: LoopMode) -> Int {
   _TimerScheduler.existing(of: loop)?.state.withLock { $0.count(in: mode) } ?? 0
 }
 
+/// How many timers with tolerance are in `mode`'s heaps of `loop`'s scheduler (a timer
+/// without tolerance is in the exact heap, one with tolerance in the tolerant heaps).
+func tolerantCount(_ loop: EventRunLoop, mode: LoopMode) -> Int {
+  _TimerScheduler.existing(of: loop)?.state.withLock { state in
+    state.index(of: mode).map { state.modes[$0].tolerant.count } ?? 0
+  } ?? 0
+}
+
 /// How many delayed performs `loop`'s scheduler keeps under `key` (0 when it has none).
 func keptDelayedPerforms(_ loop: EventRunLoop, key: String) -> Int {
   _TimerScheduler.existing(of: loop)?.state.withLock { $0.delayedByKey[key]?.count ?? 0 } ?? 0
