@@ -23,16 +23,17 @@ final class Latch: Sendable {
   func signal() { semaphore.signal() }
 
   /// Waits for the signal; throws when it has not come within a minute (a lost wake-up or
-  /// a side that failed), so that the row reports a failure instead of hanging the bench.
+  /// a side that failed), so that the bench stops with an error naming the work, and a
+  /// failing exit status, instead of hanging.
   func wait(for work: String) throws {
     guard semaphore.wait(timeout: .now() + .seconds(60)) == .success else {
-      throw StalledSide(description: "\(work) did not finish within 60 s")
+      throw SideFailure(description: "\(work) did not finish within 60 s")
     }
   }
 }
 
-/// A measured side that never finished, or whose work failed.
-struct StalledSide: Error, CustomStringConvertible {
+/// A measured side that never finished, or whose work failed: the bench stops with it.
+struct SideFailure: Error, CustomStringConvertible {
   let description: String
 }
 

@@ -55,7 +55,7 @@ enum OurSide {
       var ends: [Int32] = [-1, -1]
       if watchingADescriptor {
         guard pipe(&ends) == 0 else {
-          throw StalledSide(description: "our empty passes: pipe() failed, errno \(errno)")
+          throw SideFailure(description: "our empty passes: pipe() failed, errno \(errno)")
         }
       }
       let watch = watchingADescriptor ? DescriptorWatch(fileDescriptor: ends[0]) { _ in } : nil
