@@ -9,13 +9,9 @@ private struct EntryFailure: Error, CustomStringConvertible {
 @Suite("Threads that own run loops")
 struct RunLoopThreadTests {
   @Test func threadHasItsNameAndItsOwnRunLoop() throws {
-    let seen = GuardedState<(String, Bool)?>(nil)
+    let seen = GuardedState<(String?, Bool)?>(nil)
     let thread = RunLoopThread(name: "a-very-long-thread-name") { thread in
-      var buffer = [CChar](repeating: 0, count: 32)
-      let fd = open("/proc/thread-self/comm", O_RDONLY)
-      let count = read(fd, &buffer, 31)
-      close(fd)
-      let name = String(decoding: buffer.prefix(max(0, count - 1)).map { UInt8($0) }, as: UTF8.self)
+      let name = procFileText("/proc/thread-self/comm").map { String($0.dropLast()) }
       seen.withLock { $0 = (name, EventRunLoop.current === thread.runLoop) }
     }
     try thread.start()

@@ -148,8 +148,7 @@ struct SpinBeforeSleepTests {
     for round in 1...rounds {
       // A few microseconds after the last call-out: the loop has finished its pass and is
       // polling (well within its 50 µs window), and the wake-up comes as a mark.
-      let settle = ContinuousClock.now + .microseconds(25)
-      while ContinuousClock.now < settle {}
+      burn(.microseconds(25))
       source.signalAndWakeUp()
       let deadline = ContinuousClock.now + .seconds(5)
       while performed.load(ordering: .acquiring) < round {

@@ -38,8 +38,7 @@ struct WakeStateStressTests {
               return
             }
           }
-          let settle = ContinuousClock.now + .microseconds(20)
-          while ContinuousClock.now < settle {}
+          burn(.microseconds(20))
         }
       }
     }

@@ -5,12 +5,6 @@ import RunLoopCore
 import RunLoopObservers
 import Testing
 
-/// Spins on the CPU for `duration`.
-private func burn(_ duration: Duration) {
-  let end = ContinuousClock.now + duration
-  while ContinuousClock.now < end {}
-}
-
 @Suite("Utilization and delay")
 struct LoopUtilizationTests {
   /// Runs a loop with `ticks` timer firings 5 ms apart, each burning `work`; returns its
@@ -130,8 +124,7 @@ struct LoopUtilizationTests {
       loop.perform(name: "first") {
         // Queued now, run after this call-out has spun for 20 ms.
         loop.perform(name: "second") {}
-        let end = ContinuousClock.now + .milliseconds(20)
-        while ContinuousClock.now < end {}
+        burn(.milliseconds(20))
       }
       try loop.run(mode: .default, timeout: .milliseconds(60))
       metrics.detach()

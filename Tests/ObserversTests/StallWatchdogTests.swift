@@ -74,10 +74,7 @@ struct StallWatchdogTests {
       let keepAlive = CustomInputSource(name: "keep-alive") {}
       try loop.add(keepAlive, mode: inner)
       loop.perform(name: "outer") {
-        loop.perform(inModes: [inner], name: "inner-spin") {
-          let end = ContinuousClock.now + .milliseconds(300)
-          while ContinuousClock.now < end {}
-        }
+        loop.perform(inModes: [inner], name: "inner-spin") { burn(.milliseconds(300)) }
         _ = try? loop.run(mode: inner, timeout: .zero)
       }
       try loop.run(mode: .default, timeout: .milliseconds(400))

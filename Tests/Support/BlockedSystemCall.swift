@@ -5,7 +5,7 @@ import Glibc
 /// `/proc/self/task/TID/syscall`; `nil` while the thread runs (or when the file cannot be
 /// read). Tells, without touching the thread, where a loop sleeps.
 public func blockedSystemCall(ofThread tid: pid_t) -> Int? {
-  guard let text = procFileText("/proc/self/task/\(tid)/syscall", limit: 256),
+  guard let text = procFileText("/proc/self/task/\(tid)/syscall"),
     let first = text.split(separator: " ").first
   else { return nil }
   return Int(first)

@@ -61,17 +61,11 @@ public final class PingPongPair: Sendable {
   }
 
   private func atB(_ hold: Duration) {
-    Self.keep(for: hold)
+    burn(hold)
     loops[0].perform {
-      Self.keep(for: hold)
+      burn(hold)
       if self.ball.arrivedAtA() { self.loops[1].perform { self.atB(hold) } }
     }
-  }
-
-  private static func keep(for hold: Duration) {
-    guard hold > .zero else { return }
-    let end = ContinuousClock.now + hold
-    while ContinuousClock.now < end {}
   }
 
   /// Cancels both threads, stops their loops and joins them.

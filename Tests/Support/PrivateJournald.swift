@@ -56,7 +56,6 @@ public final class PrivateJournald: @unchecked Sendable {
   /// kernel reports the process stopped (state `T` in `/proc/PID/stat`): `true`, or `false`
   /// when it still ran after 10 s (a signal takes effect only when the process next runs,
   /// and a journald not stopped yet still reads what a test sends it "while stopped").
-  @discardableResult
   public func stop() -> Bool {
     kill(pid, SIGSTOP)
     let deadline = ContinuousClock.now + .seconds(10)

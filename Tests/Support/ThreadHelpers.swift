@@ -17,6 +17,13 @@ public func onNewThread<T: Sendable>(
   return try result.withLock { $0! }.get()
 }
 
+/// Keeps the calling thread on its CPU for `duration`, spinning (no sleep): a call-out that
+/// takes CPU time, or a wait shorter than a sleep could be.
+public func burn(_ duration: Duration) {
+  let end = ContinuousClock.now + duration
+  while ContinuousClock.now < end {}
+}
+
 /// Waits up to `seconds` for `condition`, polling every millisecond; for cross-thread
 /// hand-offs in tests. Returns whether the condition came true.
 public func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
