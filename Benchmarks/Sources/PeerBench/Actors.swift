@@ -58,22 +58,7 @@ extension NIOSide {
   static func awaitedSubmit(_ count: Int) throws -> Double {
     try withGroup(threads: 1) { loops in
       let loop = loops[0]
-      let done = Latch()
-      nonisolated(unsafe) var elapsed: UInt64 = 0
-      nonisolated(unsafe) var failure: (any Error)?
-      Task {
-        let start = nanosNow()
-        do {
-          for _ in 0..<count { try await loop.submit {}.get() }
-        } catch {
-          failure = error
-        }
-        elapsed = nanosNow() - start
-        done.signal()
-      }
-      try done.wait(for: "NIO's awaited submits")
-      if let failure { throw failure }
-      return Double(count) / (Double(elapsed) / 1e9)
+      return try awaitedRate(count, of: "NIO's awaited submits") { try await loop.submit {}.get() }
     }
   }
 

@@ -32,6 +32,30 @@ final class Latch: Sendable {
   }
 }
 
+/// Round trips per second of `roundTrip`, awaited `count` times in a row by a task; the
+/// calling thread waits for the task (see ``Latch/wait(for:)``), and a round trip that
+/// throws ends the measurement with its error.
+func awaitedRate(
+  _ count: Int, of work: String, _ roundTrip: @escaping @Sendable () async throws -> Void
+) throws -> Double {
+  let done = Latch()
+  nonisolated(unsafe) var elapsed: UInt64 = 0
+  nonisolated(unsafe) var failure: (any Error)?
+  Task {
+    let start = nanosNow()
+    do {
+      for _ in 0..<count { try await roundTrip() }
+    } catch {
+      failure = error
+    }
+    elapsed = nanosNow() - start
+    done.signal()
+  }
+  try done.wait(for: work)
+  if let failure { throw failure }
+  return Double(count) / (Double(elapsed) / 1e9)
+}
+
 /// A measured side that never finished, or whose work failed: the bench stops with it.
 struct SideFailure: Error, CustomStringConvertible {
   let description: String

@@ -23,21 +23,6 @@ enum OurActorSide {
     let worker = try OurLoopThread(name: "perform")
     defer { try? worker.stop() }
     let loop = worker.loop
-    let done = Latch()
-    nonisolated(unsafe) var elapsed: UInt64 = 0
-    nonisolated(unsafe) var failure: (any Error)?
-    Task {
-      let start = nanosNow()
-      do {
-        for _ in 0..<count { try await loop.perform {} }
-      } catch {
-        failure = error
-      }
-      elapsed = nanosNow() - start
-      done.signal()
-    }
-    try done.wait(for: "our awaited performs")
-    if let failure { throw failure }
-    return Double(count) / (Double(elapsed) / 1e9)
+    return try awaitedRate(count, of: "our awaited performs") { try await loop.perform {} }
   }
 }
