@@ -78,11 +78,7 @@ struct LoopMetricsTests {
       metrics.attach(to: loop)
       loop.spinLimit = .milliseconds(1)
     }
-    // Polling needs a free polling place; another test's loops may hold them for a while.
-    // Each hop is held 50 µs, so that it lands while the other loop polls.
-    for _ in 0..<20 where pair.loops.allSatisfy({ $0.spinStatistics.caught == 0 }) {
-      pair.bounce(500, holdingEachHopFor: .microseconds(50))
-    }
+    pair.bounceHeldBursts { pair.loops.contains { $0.spinStatistics.caught > 0 } }
     // A sleep is reported when it ends: wake both loops now and then (each sleep in between
     // is long, so it does not poll) until the snapshots have caught up with the loops.
     let caughtUp = eventually {

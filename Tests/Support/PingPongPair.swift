@@ -68,6 +68,16 @@ public final class PingPongPair: Sendable {
     }
   }
 
+  /// Bounces bursts of 500 hops, each held 50 µs (so that the ball lands while the other
+  /// loop sleeps, where a loop with a limit polls), until `done` holds, at most 20 bursts:
+  /// the process lets only as many loops poll at once as a thread has CPUs, and another
+  /// test's loops may hold those places for a while.
+  public func bounceHeldBursts(until done: () -> Bool) {
+    for _ in 0..<20 where !done() {
+      bounce(500, holdingEachHopFor: .microseconds(50))
+    }
+  }
+
   /// Cancels both threads, stops their loops and joins them.
   public func stop() {
     for thread in threads { stopLoopThread(thread) }

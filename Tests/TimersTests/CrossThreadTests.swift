@@ -46,7 +46,8 @@ struct CrossThreadTests {
     let loop = worker.runLoop
     #expect(eventually { isSleeping(in: futexSystemCall, thread: loop.threadID) })
     let fired = Counter()
-    let timer = try LoopTimer(fireAt: .now + .seconds(1)) { _ in fired.increment() }
+    // Far enough out that the loop is seen asleep in epoll before it fires, even loaded.
+    let timer = try LoopTimer(fireAt: .now + .seconds(3)) { _ in fired.increment() }
     try loop.add(timer, mode: .default)
     #expect(eventually { isSleeping(in: epollWaitSystemCall, thread: loop.threadID) })
     #expect(fired.count == 0)
