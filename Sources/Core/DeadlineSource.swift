@@ -4,8 +4,7 @@
 /// In each pass the loop asks every deadline source for the instant it must wake by in the
 /// running mode (step 7 arms one `timerfd` for the earliest), and after waking tells each
 /// one to fire what is due (step 9). The loop calls deadline sources on its own thread with
-/// no lock held, and hands them what they need: the mode, whether it is one of the loop's
-/// common modes, and the time. A source that gains an earlier deadline from another thread
+/// no lock held, and hands them what they need: the run's ``ActiveMode`` and the time. A source that gains an earlier deadline from another thread
 /// calls ``EventRunLoop/wakeUp()`` so that the sleeping loop asks again.
 ///
 /// Instants are readings of ``LoopClock`` (nanoseconds of `CLOCK_BOOTTIME`).
@@ -13,14 +12,14 @@ package protocol DeadlineSource: AnyObject, Sendable {
   /// Whether the source has anything scheduled in `mode`. A mode in which no source has
   /// items and that has no input sources is empty, and a run in it returns
   /// ``RunResult/finished``.
-  func hasItems(in mode: LoopMode, isCommon: Bool) -> Bool
+  func hasItems(in mode: ActiveMode) -> Bool
 
   /// The instant by which the loop must wake to serve this source in `mode`, or `nil`.
-  func nextDeadline(in mode: LoopMode, isCommon: Bool) -> Int64?
+  func nextDeadline(in mode: ActiveMode) -> Int64?
 
   /// Fires whatever is due at `now` in `mode`, on `loop`'s thread. Call-outs go through
   /// ``EventRunLoop/withCallout(_:name:dueAt:_:)`` so that instruments see them.
-  func fireDue(in mode: LoopMode, isCommon: Bool, now: Int64, on loop: EventRunLoop)
+  func fireDue(in mode: ActiveMode, now: Int64, on loop: EventRunLoop)
 }
 
 extension EventRunLoop {

@@ -119,18 +119,15 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
     wakeState.request()
   }
 
-  /// Runs the jobs queued for `mode` before this call; with none queued, one atomic load.
-  func runJobs(mode: LoopMode) {
+  /// Runs the jobs queued for `active` before this call; with none queued, one atomic load.
+  func runJobs(_ active: ActiveMode) {
     guard published.jobCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
-    runQueuedJobs(mode: mode)
+    runQueuedJobs(active)
   }
 
-  private func runQueuedJobs(mode: LoopMode) {
-    // From the pass snapshot, outside the lock: looking the mode up in the common modes'
-    // set under the lock hashes its name for every batch.
-    let isCommon = isCommonInPass(mode)
+  private func runQueuedJobs(_ active: ActiveMode) {
     var slot = 0
-    while var batch = takeJobBatch(from: &slot, mode: mode, isCommon: isCommon) {
+    while var batch = takeJobBatch(from: &slot, active: active) {
       // Through a buffer pointer: iterating the array itself holds a second reference to its
       // storage (so the `removeAll` after copied it) and, unoptimized, reads each element
       // through a heap-allocated accessor frame; either way the path allocated per job.
@@ -156,16 +153,16 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
   }
 
   /// Under the lock, once per batch: takes the jobs of the first executor from `slot` on
-  /// whose jobs may run in `mode` now (moving `slot` to it), and looks whether a later one
+  /// whose jobs may run in `active` now (moving `slot` to it), and looks whether a later one
   /// has some too, so that the usual pass, with one executor's jobs, takes the lock once.
   /// Jobs queued after this call wait for the next pass, whose wake-up their producer made.
-  private func takeJobBatch(from slot: inout Int, mode: LoopMode, isCommon: Bool) -> JobBatch? {
+  private func takeJobBatch(from slot: inout Int, active: ActiveMode) -> JobBatch? {
     state.withLock { state -> JobBatch? in
       var taken: (slot: Int, jobs: [UnownedJob])?
       for index in slot..<state.jobQueues.count {
         // Read in place: a copy of the queue retains each of its arrays and its name.
         guard !state.jobQueues[index].jobs.isEmpty,
-          state.jobQueues[index].matches(mode, modeIsCommon: isCommon)
+          state.jobQueues[index].matches(active)
         else { continue }
         while local.jobSlots.count <= index {
           local.jobSlots.append(JobSlot(name: state.jobQueues[local.jobSlots.count].name))
@@ -208,10 +205,10 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
   }
 
   /// Whether some job waits for `mode` (held or not): such a run is not empty.
-  func hasJobs(for mode: LoopMode, modeIsCommon: Bool) -> Bool {
+  func hasJobs(for active: ActiveMode) -> Bool {
     guard published.jobCount.load(ordering: .sequentiallyConsistent) > 0 else { return false }
     return state.withLock { state in
-      state.jobQueues.contains { !$0.jobs.isEmpty && $0.matches(mode, modeIsCommon: modeIsCommon) }
+      state.jobQueues.contains { !$0.jobs.isEmpty && $0.matches(active) }
     }
   }
 }

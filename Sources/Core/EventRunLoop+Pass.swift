@@ -5,29 +5,34 @@
 /// from `self[passIn: mode]` (a ``PassSnapshot`` that is current whenever it is read: a
 /// call-out between two steps may have changed anything).
 extension EventRunLoop {
-  func runPasses(mode: LoopMode, depth: Int, plan: RunPlan) -> RunResult {
+  func runPasses(_ runMode: ActiveMode, depth: Int, plan: RunPlan) -> RunResult {
     assertOnLoopThread()
+    var active = runMode
     let buffer = poller.buffer(depth: depth)
     // A zero-timeout run begun where wake-ups are dropped stays there (see `runSpecific`).
     let staysIgnoring = plan.neverBlocks && local.ignoringWakeUps
     while true {
       local.iteration &+= 1
+      // The mode may have joined the common modes since the last pass.
+      if self[passIn: active.mode].isCommon != active.isCommon {
+        active = ActiveMode(mode: active.mode, isCommon: !active.isCommon)
+      }
       // Wake-ups count again.
       if !staysIgnoring {
         local.ignoringWakeUps = false
-        if wakeState.passBegins() { wakeForWhatADroppedWakeUpAnnounced(mode: mode) }
+        if wakeState.passBegins() { wakeForWhatADroppedWakeUpAnnounced(active) }
       }
-      if self[passIn: mode].hasHeldWatches { restoreHeldWatches(mode: mode) }
+      if self[passIn: active.mode].hasHeldWatches { restoreHeldWatches(active) }
       if local.mainQueueDrains > 0 { holdMainQueueWatchWhileDraining() }
 
       // Step 2: notify observers that ready timers are about to fire.
       notify(.beforeTimers)
       // Step 3: notify observers that custom sources are about to fire.
       notify(.beforeSources)
-      runPerformRequests(mode: mode)
+      runPerformRequests(active)
       // Step 4: fire ready custom (version 0) sources.
-      var sourceHandled = fireCustomSources(mode: mode, onlyFirst: plan.returnAfterSourceHandled)
-      if sourceHandled { runPerformRequests(mode: mode) }
+      var sourceHandled = fireCustomSources(active, onlyFirst: plan.returnAfterSourceHandled)
+      if sourceHandled { runPerformRequests(active) }
 
       // A pass that handled a source, or a zero-timeout run, does not block: it takes the
       // events that are there, and tells observers about no sleep.
@@ -35,7 +40,7 @@ extension EventRunLoop {
       var eventCount = 0
       // Step 5: a ready port-based source is handled at once, skipping the sleep.
       var woken = false
-      if mayBlock, self[passIn: mode].hasWatches,
+      if mayBlock, self[passIn: active.mode].hasWatches,
         let ready = readyPortEvents(into: buffer, woken: &woken)
       {
         eventCount = ready
@@ -47,8 +52,8 @@ extension EventRunLoop {
         // already took means there is no sleep: the pass only takes the events there are).
         eventCount =
           mayBlock && !woken
-          ? sleep(mode: mode, plan: plan, buffer: buffer)
-          : readyEvents(in: mode, into: buffer)
+          ? sleep(active, plan: plan, buffer: buffer)
+          : readyEvents(in: active, into: buffer)
         // From here until the next pass begins, wake-ups are dropped (see `WakeState`).
         startIgnoringWakeUps(afterTaking: eventCount, in: buffer)
         // Step 8: notify observers that the thread woke.
@@ -58,14 +63,14 @@ extension EventRunLoop {
       // Step 9: process what woke the loop, then go back to step 2 unless the run is over. A
       // pass that took no event and has no deadline source to look at has nothing to process.
       let skipPorts = sourceHandled && plan.returnAfterSourceHandled
-      if eventCount > 0 || !self[passIn: mode].deadlineSources.isEmpty,
-        handleEvents(eventCount, in: buffer, mode: mode, plan: plan, skipPorts: skipPorts)
+      if eventCount > 0 || !self[passIn: active.mode].deadlineSources.isEmpty,
+        handleEvents(eventCount, in: buffer, active: active, plan: plan, skipPorts: skipPorts)
       {
         sourceHandled = true
       }
-      runPerformRequests(mode: mode)
+      runPerformRequests(active)
 
-      if let result = exitReason(mode: mode, plan: plan, sourceHandled: sourceHandled) {
+      if let result = exitReason(active, plan: plan, sourceHandled: sourceHandled) {
         return result
       }
     }
@@ -74,8 +79,8 @@ extension EventRunLoop {
   /// A wake-up dropped while the loop was not looking announced nothing a pass will not
   /// look at, except a stop or an emptied mode, which only the end of a pass checks: for
   /// those, the loop wakes itself so that the coming sleep does not block.
-  func wakeForWhatADroppedWakeUpAnnounced(mode: LoopMode) {
-    if runs.stopIsPending || modeIsEmpty(mode) {
+  func wakeForWhatADroppedWakeUpAnnounced(_ active: ActiveMode) {
+    if runs.stopIsPending || modeIsEmpty(active) {
       wakeState.request()
     }
   }
@@ -84,19 +89,19 @@ extension EventRunLoop {
   /// first two need nothing but the plan; the others, which read the clock and the loop's
   /// state, are in a function of their own, so that a zero-timeout run's pass does not pay
   /// for setting them up.
-  private func exitReason(mode: LoopMode, plan: RunPlan, sourceHandled: Bool)
+  private func exitReason(_ active: ActiveMode, plan: RunPlan, sourceHandled: Bool)
     -> RunResult?
   {
     if sourceHandled && plan.returnAfterSourceHandled { return .handledSource }
     if plan.neverBlocks { return .timedOut }
-    return exitReasonAfterTheSleep(mode: mode, plan: plan)
+    return exitReasonAfterTheSleep(active, plan: plan)
   }
 
-  /// The rest of ``exitReason(mode:plan:sourceHandled:)``'s checks.
-  private func exitReasonAfterTheSleep(mode: LoopMode, plan: RunPlan) -> RunResult? {
+  /// The rest of ``exitReason(_:plan:sourceHandled:)``'s checks.
+  private func exitReasonAfterTheSleep(_ active: ActiveMode, plan: RunPlan) -> RunResult? {
     if let deadline = plan.deadline, LoopClock.now() >= deadline { return .timedOut }
     if runs.takeStopRequest() { return .stopped }
-    if modeIsEmpty(mode) { return .finished }
+    if modeIsEmpty(active) { return .finished }
     return nil
   }
 
@@ -126,16 +131,15 @@ extension EventRunLoop {
     return false
   }
 
-  /// Puts the held watches of `mode` back into the `epoll` set (a pass calls it only when
+  /// Puts the held watches of `active` back into the `epoll` set (a pass calls it only when
   /// its snapshot says some watch is held: the check is in the caller, so that the usual
   /// pass pays a load and a branch for it, not a call).
-  private func restoreHeldWatches(mode: LoopMode) {
-    let isCommon = self[passIn: mode].isCommon
+  private func restoreHeldWatches(_ active: ActiveMode) {
     let draining = local.mainQueueDrains > 0
     state.withLock { state in
       for token in state.heldTokens {
         guard let watch = state.watchesByToken[token],
-          Self.watch(watch, runsIn: mode, isCommon: isCommon, table: state.watches),
+          Self.watch(watch, runsIn: active, table: state.watches),
           !(draining && token == state.mainQueueWatchToken)
         else { continue }
         state.heldTokens.remove(token)
@@ -144,24 +148,24 @@ extension EventRunLoop {
     }
   }
 
-  /// Whether `watch` is scheduled in `mode`, directly or through the common modes.
+  /// Whether `watch` is scheduled in `active`, directly or through the common modes.
   private static func watch(
-    _ watch: DescriptorWatch, runsIn mode: LoopMode, isCommon: Bool,
-    table: LoopModeTable<DescriptorWatch>
+    _ watch: DescriptorWatch, runsIn active: ActiveMode, table: LoopModeTable<DescriptorWatch>
   ) -> Bool {
-    table.contains(watch, in: mode) || (isCommon && table.contains(watch, in: .common))
+    table.contains(watch, in: active.mode)
+      || (active.isCommon && table.contains(watch, in: .common))
   }
 
-  /// Step 4: performs the custom sources of `mode` that are signalled now, in ascending
+  /// Step 4: performs the custom sources of `active` that are signalled now, in ascending
   /// order, equal orders in the order they were first signalled (CFRunLoop's rule); with
   /// `onlyFirst`, only the first. A source signalled by one of these call-outs waits for the
   /// next pass, as in CFRunLoop, which collects the signalled sources before calling any.
   /// Returns whether any ran.
-  private func fireCustomSources(mode: LoopMode, onlyFirst: Bool) -> Bool {
+  private func fireCustomSources(_ active: ActiveMode, onlyFirst: Bool) -> Bool {
     // Most passes find no source signalled: the loop's inbox of signalled sources tells
     // without a lock (see `EventRunLoop+SignalledSources.swift`).
-    guard mayHaveSignalledSources(mode: mode) else { return false }
-    return performSignalledSources(mode: mode, onlyFirst: onlyFirst)
+    guard mayHaveSignalledSources(active) else { return false }
+    return performSignalledSources(active, onlyFirst: onlyFirst)
   }
 
   /// Step 5: checks without blocking whether a version-1 source is ready. Returns the
@@ -191,20 +195,20 @@ extension EventRunLoop {
   /// what the pass looks at directly (requests, signals, a stop), and due timers are fired
   /// from the clock, not from the `timerfd`. So the pass makes no system call; a wake-up's
   /// event stays for the next sleep, which then does not block.
-  private func readyEvents(in mode: LoopMode, into buffer: UnsafeMutableRawPointer) -> Int {
-    guard self[passIn: mode].hasWatches else { return 0 }
+  private func readyEvents(in active: ActiveMode, into buffer: UnsafeMutableRawPointer) -> Int {
+    guard self[passIn: active.mode].hasWatches else { return 0 }
     return poller.wait(into: buffer, block: false)
   }
 
   /// Step 7: sleeps until the earliest of the run's deadline and the deadline sources'
   /// deadlines, an event, or a wake-up. Returns the number of events; the caller tells the
   /// wake state at once whether they hold the wake-up's.
-  private func sleep(mode: LoopMode, plan: RunPlan, buffer: UnsafeMutableRawPointer) -> Int {
+  private func sleep(_ active: ActiveMode, plan: RunPlan, buffer: UnsafeMutableRawPointer) -> Int {
     guard refreshInstruments().contains(.sleeps) else {
-      return wait(mode: mode, plan: plan, buffer: buffer)
+      return wait(active, plan: plan, buffer: buffer)
     }
     let start = LoopClock.now()
-    let count = wait(mode: mode, plan: plan, buffer: buffer)
+    let count = wait(active, plan: plan, buffer: buffer)
     reportSleep(from: start, to: LoopClock.now())
     return count
   }
@@ -212,27 +216,26 @@ extension EventRunLoop {
   /// The sleep itself. A wake-up noted during the pass means there is none: the pass takes
   /// the events there are (see `readyEvents(in:into:)`), and neither the deadline nor the
   /// timerfd is looked at.
-  private func wait(mode: LoopMode, plan: RunPlan, buffer: UnsafeMutableRawPointer) -> Int {
+  private func wait(_ active: ActiveMode, plan: RunPlan, buffer: UnsafeMutableRawPointer) -> Int {
     if wakeState.takeNote() {
       local.wakeUpsTaken &+= 1
-      return readyEvents(in: mode, into: buffer)
+      return readyEvents(in: active, into: buffer)
     }
-    let deadline = wakeDeadline(in: mode, runDeadline: plan.deadline)
+    let deadline = wakeDeadline(in: active, runDeadline: plan.deadline)
     // With no descriptor to watch and no deadline, only a wake-up can end this sleep: the
     // loop sleeps on its word (see `WakeState`), and the timerfd keeps whatever it was armed
     // for (an old expiry is drained when `epoll` reports it).
-    let onSleepWord = deadline == nil && !self[passIn: mode].hasWatches
+    let onSleepWord = deadline == nil && !self[passIn: active.mode].hasWatches
     if !onSleepWord { poller.arm(nanoseconds: deadline) }
     return blockingWait(into: buffer, onSleepWord: onSleepWord)
   }
 
-  /// The earliest of `runDeadline` and the deadline sources' next deadlines in `mode`.
-  private func wakeDeadline(in mode: LoopMode, runDeadline: Int64?) -> Int64? {
-    guard !self[passIn: mode].deadlineSources.isEmpty else { return runDeadline }
+  /// The earliest of `runDeadline` and the deadline sources' next deadlines in `active`.
+  private func wakeDeadline(in active: ActiveMode, runDeadline: Int64?) -> Int64? {
+    guard !self[passIn: active.mode].deadlineSources.isEmpty else { return runDeadline }
     var wake = runDeadline
-    let isCommon = self[passIn: mode].isCommon
-    for source in self[passIn: mode].deadlineSources {
-      guard let due = source.nextDeadline(in: mode, isCommon: isCommon) else { continue }
+    for source in self[passIn: active.mode].deadlineSources {
+      guard let due = source.nextDeadline(in: active) else { continue }
       if wake.map({ due < $0 }) ?? true { wake = due }
     }
     return wake
@@ -241,7 +244,7 @@ extension EventRunLoop {
   /// Step 9: handles wake-ups, timers and ready descriptors. Returns whether a source was
   /// handled (descriptors count; timers and wake-ups never do).
   private func handleEvents(
-    _ count: Int, in buffer: UnsafeMutableRawPointer, mode: LoopMode, plan: RunPlan,
+    _ count: Int, in buffer: UnsafeMutableRawPointer, active: ActiveMode, plan: RunPlan,
     skipPorts: Bool
   ) -> Bool {
     var handled = false
@@ -260,7 +263,7 @@ extension EventRunLoop {
         poller.drainTimer()
       default:
         guard !skipPorts, local.runsStarted == runsBefore,
-          let watch = runnableWatch(token: token, mode: mode)
+          let watch = runnableWatch(token: token, active: active)
         else { continue }
         if plan.returnAfterSourceHandled {
           // Only one source per run: keep the one that goes first; the others stay ready.
@@ -274,7 +277,7 @@ extension EventRunLoop {
       }
     }
     // The check in the caller, as for held watches: most loops have no deadline sources.
-    if !self[passIn: mode].deadlineSources.isEmpty { fireDueDeadlines(mode: mode) }
+    if !self[passIn: active.mode].deadlineSources.isEmpty { fireDueDeadlines(active) }
     if let chosen, local.runsStarted == runsBefore {
       local.lastChosenWatchToken = chosen.watch.token
       callOut(chosen.watch, mask: chosen.mask)
@@ -303,27 +306,25 @@ extension EventRunLoop {
     callOut(kind, name: watch.name) { watch.handler(events) }
   }
 
-  /// The watch for `token` if it runs in `mode`; a watch of another mode is held: taken out of
+  /// The watch for `token` if it runs in `active`; a watch of another mode is held: taken out of
   /// the `epoll` set (switching its interest off is not enough: `epoll` always reports errors
   /// and hang-ups) so that it does not wake the loop again until its mode runs.
-  private func runnableWatch(token: UInt64, mode: LoopMode) -> DescriptorWatch? {
-    let isCommon = self[passIn: mode].isCommon
-    return state.withLock { state -> DescriptorWatch? in
+  private func runnableWatch(token: UInt64, active: ActiveMode) -> DescriptorWatch? {
+    state.withLock { state -> DescriptorWatch? in
       guard let watch = state.watchesByToken[token] else { return nil }
-      if Self.watch(watch, runsIn: mode, isCommon: isCommon, table: state.watches) { return watch }
+      if Self.watch(watch, runsIn: active, table: state.watches) { return watch }
       state.heldTokens.insert(token)
       poller.remove(watch.fileDescriptor)
       return nil
     }
   }
 
-  /// Tells each deadline source to fire what is due in `mode`. The sources decide what is
+  /// Tells each deadline source to fire what is due in `active`. The sources decide what is
   /// due (a timer with tolerance may fire early in its window when the loop is awake anyway).
-  private func fireDueDeadlines(mode: LoopMode) {
+  private func fireDueDeadlines(_ active: ActiveMode) {
     let now = LoopClock.now()
-    let isCommon = self[passIn: mode].isCommon
-    for source in self[passIn: mode].deadlineSources {
-      source.fireDue(in: mode, isCommon: isCommon, now: now, on: self)
+    for source in self[passIn: active.mode].deadlineSources {
+      source.fireDue(in: active, now: now, on: self)
     }
   }
 }

@@ -161,30 +161,30 @@ extension EventRunLoop {
     case wait(DispatchSemaphore)
   }
 
-  /// Runs every perform request for `mode` queued before this call, in FIFO order (steps 3,
-  /// 4 and 9), then the Swift concurrency jobs queued for it (see `runJobs(mode:)`). Takes
+  /// Runs every perform request for `active` queued before this call, in FIFO order (steps 3,
+  /// 4 and 9), then the Swift concurrency jobs queued for it (see `runJobs(_:)`). Takes
   /// the lock only when something is queued.
-  func runPerformRequests(mode: LoopMode) {
+  func runPerformRequests(_ active: ActiveMode) {
     if published.performCount.load(ordering: .sequentiallyConsistent) > 0 {
-      runQueuedRequests(mode: mode)
+      runQueuedRequests(active)
     }
-    runJobs(mode: mode)
+    runJobs(active)
   }
 
   /// Out of line, like the other slow paths of a pass (see Docs/Performance.md, "What the
   /// annotations buy"): inlined, it makes the check above, made three times a pass, set up
   /// a batch and save registers it needs only when something is queued.
   @inline(never)
-  private func runQueuedRequests(mode: LoopMode) {
-    var batch = takePerformBatch(mode: mode, isCommon: self[passIn: mode].isCommon)
+  private func runQueuedRequests(_ active: ActiveMode) {
+    var batch = takePerformBatch(active)
     while let request = batch.popFirst() {
       request.runIfPending(on: self)
     }
   }
 
-  /// Takes the queued requests that may run in `mode` out of the queue, in order, and drops
-  /// the cancelled requests of other modes.
-  private func takePerformBatch(mode: LoopMode, isCommon: Bool) -> RequestList {
+  /// Takes the queued requests that may run in `active` out of the queue, in order, and
+  /// drops the cancelled requests of other modes.
+  private func takePerformBatch(_ active: ActiveMode) -> RequestList {
     var batch = RequestList()
     var dropped = RequestList()
     var waiting: [DispatchSemaphore] = []
@@ -196,13 +196,13 @@ extension EventRunLoop {
           waiting = state.performBound.takeWaiters()
         }
       }
-      if state.performQueue.allSatisfy({ $0.matches(mode, modeIsCommon: isCommon) }) {
+      if state.performQueue.allSatisfy({ $0.matches(active) }) {
         swap(&batch, &state.performQueue)
         return
       }
       var kept = RequestList()
       while let request = state.performQueue.popFirst() {
-        if request.matches(mode, modeIsCommon: isCommon) {
+        if request.matches(active) {
           batch.append(request)
         } else if request.state == .pending {
           kept.append(request)
@@ -218,12 +218,12 @@ extension EventRunLoop {
     return batch
   }
 
-  /// Whether a pending request waits for `mode`.
-  func hasPerformRequests(for mode: LoopMode, isCommon: Bool) -> Bool {
+  /// Whether a pending request waits for `active`.
+  func hasPerformRequests(for active: ActiveMode) -> Bool {
     guard published.performCount.load(ordering: .sequentiallyConsistent) > 0 else { return false }
     return state.withLock { state in
       state.performQueue.contains {
-        $0.state == .pending && $0.matches(mode, modeIsCommon: isCommon)
+        $0.state == .pending && $0.matches(active)
       }
     }
   }

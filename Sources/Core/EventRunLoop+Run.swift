@@ -136,9 +136,10 @@ extension EventRunLoop {
     assertOnLoopThread()
     if isMain { installMainQueueWatchIfNeeded() }
     let depth = beginRun(mode: mode)
+    let active = ActiveMode(mode: mode, isCommon: self[passIn: mode].isCommon)
     // An empty mode returns before any observer hears anything, as CFRunLoop does. A mode
     // with sources or watches is not empty: that, the usual case, is told here without a call.
-    if !self[passIn: mode].hasSourcesOrWatches, modeIsEmpty(mode) {
+    if !self[passIn: mode].hasSourcesOrWatches, modeIsEmpty(active) {
       endRun(depth: depth)
       return .finished
     }
@@ -153,13 +154,13 @@ extension EventRunLoop {
     let wakeUpsTakenBefore = local.wakeUpsTaken
     // A wake-up dropped since the emptiness check above (a source removed meanwhile, say)
     // is owed the check the first pass would make for one dropped between passes.
-    if start == .dropped { wakeForWhatADroppedWakeUpAnnounced(mode: mode) }
+    if start == .dropped { wakeForWhatADroppedWakeUpAnnounced(active) }
     notify(.entry)  // Step 1
     // A stop made before the first pass (by the entry observer, say) ends the run at once,
     // as in CFRunLoop.
     let result =
       runs.takeStopRequest()
-      ? .stopped : runPasses(mode: mode, depth: depth, plan: plan)
+      ? .stopped : runPasses(active, depth: depth, plan: plan)
     notify(.exit)  // Step 10
     if let start, wakeState.runEnds(beganIn: start) {
       wakeState.request()
@@ -230,16 +231,13 @@ extension EventRunLoop {
     }
   }
 
-  /// Whether a run in `mode` would have nothing to wait for: no sources, no descriptors, no
-  /// deadline-source items, no perform requests or jobs for it.
-  func modeIsEmpty(_ mode: LoopMode) -> Bool {
-    if self[passIn: mode].hasSourcesOrWatches { return false }
-    let isCommon = self[passIn: mode].isCommon
-    if hasPerformRequests(for: mode, isCommon: isCommon) { return false }
-    if hasJobs(for: mode, modeIsCommon: isCommon) { return false }
-    return !self[passIn: mode].deadlineSources.contains {
-      $0.hasItems(in: mode, isCommon: isCommon)
-    }
+  /// Whether a run in `active` would have nothing to wait for: no sources, no descriptors,
+  /// no deadline-source items, no perform requests or jobs for it.
+  func modeIsEmpty(_ active: ActiveMode) -> Bool {
+    if self[passIn: active.mode].hasSourcesOrWatches { return false }
+    if hasPerformRequests(for: active) { return false }
+    if hasJobs(for: active) { return false }
+    return !self[passIn: active.mode].deadlineSources.contains { $0.hasItems(in: active) }
   }
 }
 

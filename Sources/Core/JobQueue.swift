@@ -52,9 +52,9 @@ struct JobQueue {
     return stamps
   }
 
-  func matches(_ mode: LoopMode, modeIsCommon: Bool) -> Bool {
-    if commonModesOnly { return modeIsCommon }
-    return modes.contains(mode) || (modeIsCommon && modes.contains(.common))
+  func matches(_ active: ActiveMode) -> Bool {
+    if commonModesOnly { return active.isCommon }
+    return modes.contains(active.mode) || (active.isCommon && modes.contains(.common))
   }
 }
 

@@ -69,20 +69,6 @@ extension EventRunLoop {
     }
   }
 
-  /// Whether `mode` is one of the loop's common modes, as a pass in it reads it: the
-  /// snapshot's answer through a plain call, for paths that must allocate nothing even
-  /// unoptimized (where reading through the `_read` accessor allocates its frame).
-  func isCommonInPass(_ mode: LoopMode) -> Bool {
-    assertOnLoopThread()
-    let structure = published.structure.load(ordering: .sequentiallyConsistent)
-    if structure != local.passSnapshot.latest?.structure
-      || mode != local.passSnapshot.latest?.mode
-    {
-      local.passSnapshot.latest = takeSnapshot(for: mode)
-    }
-    return local.passSnapshot.latest!.isCommon
-  }
-
   /// Lets go of the snapshot (the loop's thread is exiting).
   func dropPassSnapshot() {
     local.passSnapshot = PassSnapshotSlot()

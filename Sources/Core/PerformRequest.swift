@@ -136,11 +136,10 @@ public final class PerformRequest: Sendable {
     return true
   }
 
-  /// Whether the request may run in `mode`, given whether `mode` is one of the loop's
-  /// common modes.
-  func matches(_ mode: LoopMode, modeIsCommon: Bool) -> Bool {
-    guard let otherModes else { return modeIsCommon }
-    return otherModes.contains(mode) || (modeIsCommon && otherModes.contains(.common))
+  /// Whether the request may run in a run in `active`.
+  func matches(_ active: ActiveMode) -> Bool {
+    guard let otherModes else { return active.isCommon }
+    return otherModes.contains(active.mode) || (active.isCommon && otherModes.contains(.common))
   }
 
   func transition(from old: State, to new: State) -> Bool {

@@ -40,15 +40,15 @@ final class _ConnectionSweeper: DeadlineSource, @unchecked Sendable {
   }
 
   // Keeps no mode alive on its own: the server's listener does.
-  func hasItems(in mode: LoopMode, isCommon: Bool) -> Bool { false }
+  func hasItems(in mode: ActiveMode) -> Bool { false }
 
-  func nextDeadline(in mode: LoopMode, isCommon: Bool) -> Int64? {
-    guard let due, serves(mode, isCommon) else { return nil }
+  func nextDeadline(in mode: ActiveMode) -> Int64? {
+    guard let due, serves(mode.mode, mode.isCommon) else { return nil }
     return due
   }
 
-  func fireDue(in mode: LoopMode, isCommon: Bool, now: Int64, on loop: EventRunLoop) {
-    guard let due, now >= due, serves(mode, isCommon) else { return }
+  func fireDue(in mode: ActiveMode, now: Int64, on loop: EventRunLoop) {
+    guard let due, now >= due, serves(mode.mode, mode.isCommon) else { return }
     self.due = sweep(LoopClock.instant(ofNanoseconds: now)).map {
       max(LoopClock.nanoseconds(of: $0), now &+ granularity)
     }

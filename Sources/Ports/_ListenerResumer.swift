@@ -18,14 +18,14 @@ final class _ListenerResumer: DeadlineSource, Sendable {
   }
 
   // Keeps no mode alive on its own: the listener's watch already does.
-  func hasItems(in mode: LoopMode, isCommon: Bool) -> Bool { false }
+  func hasItems(in mode: ActiveMode) -> Bool { false }
 
   // Any mode: turning interest back on is right whichever mode the loop runs.
-  func nextDeadline(in mode: LoopMode, isCommon: Bool) -> Int64? {
+  func nextDeadline(in mode: ActiveMode) -> Int64? {
     fired.load(ordering: .acquiring) ? nil : due
   }
 
-  func fireDue(in mode: LoopMode, isCommon: Bool, now: Int64, on loop: EventRunLoop) {
+  func fireDue(in mode: ActiveMode, now: Int64, on loop: EventRunLoop) {
     guard now >= due, !fired.exchange(true, ordering: .acquiringAndReleasing) else { return }
     loop.removeDeadlineSource(self)
     guard listener.isValid else { return }

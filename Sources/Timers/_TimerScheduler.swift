@@ -168,16 +168,16 @@ final class _TimerSchedulerPlug: DeadlineSource, Sendable {
     scheduler.shutDown()
   }
 
-  func hasItems(in mode: LoopMode, isCommon: Bool) -> Bool {
-    scheduler.hasItems(in: mode, common: isCommon)
+  func hasItems(in mode: ActiveMode) -> Bool {
+    scheduler.hasItems(in: mode.mode, common: mode.isCommon)
   }
 
-  func nextDeadline(in mode: LoopMode, isCommon: Bool) -> Int64? {
-    scheduler.nextDeadline(in: mode, common: isCommon)
+  func nextDeadline(in mode: ActiveMode) -> Int64? {
+    scheduler.nextDeadline(in: mode.mode, common: mode.isCommon)
   }
 
-  func fireDue(in mode: LoopMode, isCommon: Bool, now: Int64, on loop: EventRunLoop) {
-    scheduler.fireDue(in: mode, of: loop, common: isCommon, now: now)
+  func fireDue(in mode: ActiveMode, now: Int64, on loop: EventRunLoop) {
+    scheduler.fireDue(in: mode.mode, of: loop, common: mode.isCommon, now: now)
   }
 }
 

@@ -29,18 +29,18 @@ final class TickProvider: DeadlineSource, @unchecked Sendable {
     self.handler = handler
   }
 
-  func hasItems(in mode: LoopMode, isCommon: Bool) -> Bool {
-    mode == .default && state.withLock { $0.remaining > 0 }
+  func hasItems(in mode: ActiveMode) -> Bool {
+    mode.mode == .default && state.withLock { $0.remaining > 0 }
   }
 
-  func nextDeadline(in mode: LoopMode, isCommon: Bool) -> Int64? {
-    guard mode == .default else { return nil }
+  func nextDeadline(in mode: ActiveMode) -> Int64? {
+    guard mode.mode == .default else { return nil }
     let next = state.withLock { $0.remaining > 0 ? $0.next : nil }
     return next.map(LoopClock.nanoseconds(of:))
   }
 
-  func fireDue(in mode: LoopMode, isCommon: Bool, now: Int64, on loop: EventRunLoop) {
-    guard mode == .default else { return }
+  func fireDue(in mode: ActiveMode, now: Int64, on loop: EventRunLoop) {
+    guard mode.mode == .default else { return }
     let now = LoopClock.instant(ofNanoseconds: now)
     let due = state.withLock { state -> ContinuousClock.Instant? in
       guard state.remaining > 0, state.next <= now else { return nil }
