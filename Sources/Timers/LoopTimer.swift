@@ -103,8 +103,10 @@ public final class LoopTimer: @unchecked Sendable {
   /// `interval` after that. Add it to a loop with ``RunLoopCore/EventRunLoop/add(_:mode:)``.
   ///
   /// - Parameters:
-  ///   - fireAt: the first fire date. A date in the past fires as soon as the loop runs in
-  ///     one of the timer's modes.
+  ///   - fireAt: the first fire date. A date in the past is replaced by the creation time,
+  ///     as CoreFoundation does: the timer fires as soon as the loop runs in one of its
+  ///     modes, a repeating timer's grid starts at its creation, and timers made with past
+  ///     dates fire in the order they were made, whatever order they were added in.
   ///   - interval: the repeat interval; `nil` makes a one-shot timer.
   ///   - tolerance: how late the timer may fire; a negative tolerance counts as zero, and a
   ///     repeating timer's is capped at half its interval (see ``tolerance``).
@@ -128,8 +130,10 @@ public final class LoopTimer: @unchecked Sendable {
     }
     self.name = name
     self.handler = handler
-    let offset = _TimerClock.offset(of: fireAt)
-    let (key, fraction) = _TimerClock.keyAndFraction(of: offset)
+    var offset = _TimerClock.offset(of: fireAt)
+    var (key, fraction) = _TimerClock.keyAndFraction(of: offset)
+    let now = _TimerClock.nowKey()
+    if key <= now { (offset, key, fraction) = (.nanoseconds(now), now, 0) }
     self.fireKey = key
     let tolerance = Self.clamped(tolerance, interval: interval)
     var word: UInt = 0
