@@ -53,7 +53,7 @@ extension EventRunLoop {
         eventCount =
           mayBlock && !woken
           ? sleep(active, plan: plan, buffer: buffer)
-          : readyEvents(in: active, into: buffer)
+          : pollEvents(in: active, takingWakeUp: !staysIgnoring, into: buffer)
         // From here until the next pass begins, wake-ups are dropped (see `WakeState`).
         startIgnoringWakeUps(afterTaking: eventCount, in: buffer)
         // Step 8: notify observers that the thread woke.
@@ -190,11 +190,26 @@ extension EventRunLoop {
     return nil
   }
 
-  /// Step 7 in a pass that does not sleep: the events there are. A mode that watches no
-  /// descriptor has nothing `epoll` could report that such a pass needs: a wake-up announces
-  /// what the pass looks at directly (requests, signals, a stop), and due timers are fired
-  /// from the clock, not from the `timerfd`. So the pass makes no system call; a wake-up's
-  /// event stays for the next sleep, which then does not block.
+  /// Step 7 in a pass that does not sleep (it handled a source, or its run never blocks):
+  /// the events there are, taken without blocking. As CFRunLoop's non-blocking look does, it
+  /// takes a wake-up made during the pass (`takingWakeUp`), so the next pass sleeps: what a
+  /// wake-up announces is looked at later anyway (a request or job by step 9 and the next
+  /// pass, a signal by the next step 4, a stop or an emptied mode by the end of the pass, a
+  /// nested run's by its hand-back in `runSpecific`). A run that stays where wake-ups are
+  /// dropped takes none: any there is belongs to an outer run. A wake-up that wrote to the
+  /// eventfd is taken from `epoll` even when the mode watches no descriptor.
+  private func pollEvents(
+    in active: ActiveMode, takingWakeUp: Bool, into buffer: UnsafeMutableRawPointer
+  ) -> Int {
+    if takingWakeUp, wakeState.takeNote() { local.wakeUpsTaken &+= 1 }
+    guard self[passIn: active.mode].hasWatches || wakeState.hasEventPending else { return 0 }
+    return poller.wait(into: buffer, block: false)
+  }
+
+  /// Step 7 after a wake-up noted during the pass: the events there are. A mode that watches
+  /// no descriptor has nothing `epoll` could report that such a pass needs: a wake-up
+  /// announces what the pass looks at directly (requests, signals, a stop), and due timers
+  /// are fired from the clock, not from the `timerfd`. So the pass makes no system call.
   private func readyEvents(in active: ActiveMode, into buffer: UnsafeMutableRawPointer) -> Int {
     guard self[passIn: active.mode].hasWatches else { return 0 }
     return poller.wait(into: buffer, block: false)

@@ -202,6 +202,11 @@ struct WakeState: ~Copyable, Sendable {
     return true
   }
 
+  /// Whether a wake-up wrote to the eventfd and the loop has not taken its event yet.
+  var hasEventPending: Bool {
+    phase.load(ordering: .sequentiallyConsistent) == Phase.written.rawValue
+  }
+
   /// Moves `awake` to `waiting`, or takes a noted wake-up instead (back to `awake`).
   private func enter(_ waiting: Phase) -> WaitEntry {
     let (exchanged, found) = phase.compareExchange(
