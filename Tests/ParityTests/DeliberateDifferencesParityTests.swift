@@ -79,4 +79,65 @@ struct DeliberateDifferencesParityTests {
     #expect(foundation.last == "ran until the date")
     #expect(ours.last == "returned stopped when stopped")
   }
+  /// Difference: removing the mode's only item from another thread wakes our loop, whose run
+  /// returns `finished` at once; CFRunLoop's wake-up is not made, and its run sleeps on to its
+  /// timeout.
+  @Test func removingTheOnlyItemFromAnotherThreadEndsOurRunAtOnce() {
+    let traces = Parity.run { loop in
+      let only = loop.source("only")
+      loop.add(only, mode: "default")
+      let remover = Thread {
+        usleep(30_000)
+        loop.remove(only, mode: "default")
+      }
+      let start = loop.now()
+      remover.start()
+      loop.run(0.5)
+      loop.mark(loop.now() - start < 0.4 ? "before the timeout" : "at the timeout")
+    }
+    let pass = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting", "exit"]
+    #expect(traces.cf == pass + ["result:timedOut", "at the timeout"])
+    #expect(traces.ours == pass + ["result:finished", "before the timeout"])
+  }
+
+  /// Difference (a CF defect on Linux): CF keeps its timerfd armed for a timer invalidated
+  /// before its date, so it wakes at that date for nothing and makes an empty pass; ours
+  /// disarms, and sleeps on to the timeout.
+  @Test func invalidatedTimersDateMakesAnEmptyPassInCFOnly() {
+    let traces = Parity.run { loop in
+      loop.add(loop.source("keep"), mode: "default")
+      let timer = loop.timer("t", after: 0.05, every: nil) { _ in }
+      loop.add(timer, mode: "default")
+      let once = Shared(true)
+      let canceller = loop.observer("o", activities: [.beforeWaiting], repeats: true, order: 0) {
+        _, _ in if once.first() { loop.invalidate(timer) }
+      }
+      loop.add(canceller, mode: "default")
+      loop.run(0.3)
+    }
+    let pass = ["beforeTimers", "beforeSources", "beforeWaiting", "observer:o", "afterWaiting"]
+    #expect(traces.cf == ["entry"] + pass + pass + ["exit", "result:timedOut"])
+    #expect(traces.ours == ["entry"] + pass + ["exit", "result:timedOut"])
+  }
+
+  /// Difference (the same CF defect): when the invalidated timer was the mode's only item, CF
+  /// wakes at its date and returns `finished` there, before the timeout; ours has nothing to
+  /// wake it and returns `timedOut` at the timeout.
+  @Test func invalidatedOnlyTimerEndsCFsRunEarlyAtItsDate() {
+    let traces = Parity.run { loop in
+      let timer = loop.timer("t", after: 0.05, every: nil) { _ in }
+      loop.add(timer, mode: "default")
+      let once = Shared(true)
+      let canceller = loop.observer("o", activities: [.beforeWaiting], repeats: true, order: 0) {
+        _, _ in if once.first() { loop.invalidate(timer) }
+      }
+      loop.add(canceller, mode: "default")
+      let start = loop.now()
+      loop.run(0.5)
+      loop.mark(loop.now() - start < 0.4 ? "before the timeout" : "at the timeout")
+    }
+    let pass = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "observer:o"]
+    #expect(traces.cf == pass + ["afterWaiting", "exit", "result:finished", "before the timeout"])
+    #expect(traces.ours == pass + ["afterWaiting", "exit", "result:timedOut", "at the timeout"])
+  }
 }
