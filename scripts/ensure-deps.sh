@@ -4,7 +4,8 @@
 # systemd-journal-remote (the test that ships a trace with systemd-journal-upload to
 # systemd-journal-remote), librsvg2-bin (rsvg-convert, to look at timelines as PNG), tmux
 # (the demo's countdown and top tests drive a terminal), and libuv1-dev and libglib2.0-dev
-# (the peers that the Benchmarks package measures; it takes sd-event from libsystemd-dev).
+# (the peers that the Benchmarks package measures; it takes sd-event from libsystemd-dev),
+# and spin (the model checker scripts/check-models.sh runs on Models/).
 # Does nothing when all are present.
 set -euo pipefail
 
@@ -17,6 +18,7 @@ dpkg -s libuv1-dev >/dev/null 2>&1 || missing+=(libuv1-dev)
 dpkg -s libglib2.0-dev >/dev/null 2>&1 || missing+=(libglib2.0-dev)
 [ -x /lib/systemd/systemd-journal-remote ] || missing+=(systemd-journal-remote)
 command -v rsvg-convert >/dev/null 2>&1 || missing+=(librsvg2-bin)
+command -v spin >/dev/null 2>&1 || missing+=(spin)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

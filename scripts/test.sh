@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what is missing, starts journald when
-# none answers, runs every test, runs it again under ThreadSanitizer, builds the benchmark
-# in release mode, fuzzes briefly, builds the peers' benchmark (Benchmarks/) and runs it
-# briefly, builds the documentation and checks the formatting. Exits non-zero on the first
+# none answers, checks the spin models, runs every test, runs it again under
+# ThreadSanitizer, builds the benchmark in release mode, fuzzes briefly, builds the peers'
+# benchmark (Benchmarks/) and runs it briefly, builds the documentation and checks the
+# formatting. Exits non-zero on the first
 # failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,10 @@ bash scripts/ensure-journald.sh || echo "journald could not be started: its test
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+
+# The wake-up protocol's model, checked exhaustively (and each seeded bug found) by spin.
+step "models (spin)"
+bash scripts/check-models.sh
 
 # Every test is a Swift Testing test; XCTest would only add an empty run to the output.
 step "build"
