@@ -18,7 +18,7 @@ func concurrencySyncAsyncExample(worker: EventRunLoop) async throws {
   let request: PerformRequest = worker.perform { configure() }
   _ = request.cancel()
   // async/await: suspend this task (no thread waits) and get the value back.
-  let frame = try await worker.perform { render() }
+  let frame = try await worker.submit { render() }
   print(frame)
   // end snippet
 }
@@ -106,7 +106,7 @@ func concurrencyActorExample(worker: EventRunLoop) async throws {
   let indexer = Indexer(loop: worker)
   let count = await indexer.index("README.md")  // a job, run in the loop's common modes
   // Code the loop calls outside a job (a timer, a request) may claim the isolation:
-  let seen = try await worker.perform { indexer.assumeIsolated { _ in count } }
+  let seen = try await worker.submit { indexer.assumeIsolated { _ in count } }
   print(seen)
   // end snippet
 }

@@ -1,9 +1,10 @@
-/// Awaitable perform requests: `try await loop.perform { ... }`, the async form of
+/// Awaitable perform requests: `try await loop.submit { ... }`, the async form of
 /// ``EventRunLoop/performAndWait(inModes:name:deadline:_:)``.
 extension EventRunLoop {
   /// Runs `body` on this loop's thread, the next time the loop passes through one of
   /// `modes`, and returns its value or rethrows its error. The awaiting task is suspended,
-  /// not blocked: no thread waits.
+  /// not blocked: no thread waits, also when the perform queue is full (the request then
+  /// waits in the queue's first-come, first-served line; see ``performQueueLimit``).
   ///
   /// The closure is an ordinary perform request (see ``perform(inModes:name:_:)->PerformRequest``): it runs
   /// in FIFO order with the loop's other requests, in a batch of the loop's pass, and is
@@ -17,7 +18,7 @@ extension EventRunLoop {
   /// because blocking there would deadlock.)
   ///
   /// ```swift
-  /// let count = try await worker.perform { cache.count }
+  /// let count = try await worker.submit { cache.count }
   /// ```
   ///
   /// - Throws: what `body` throws; `CancellationError` when the awaiting task was cancelled
@@ -25,7 +26,7 @@ extension EventRunLoop {
   ///   request already running is awaited to the end and its value returned);
   ///   ``RunLoopError/Code/loopThreadExited`` when the loop's thread exited before the
   ///   request ran.
-  public func perform<Value: Sendable>(
+  public func submit<Value: Sendable>(
     inModes modes: [LoopMode] = EventRunLoop.commonModesOnly,
     name: String = EventRunLoop.defaultPerformName,
     _ body: @escaping @Sendable () throws -> Value
@@ -42,8 +43,14 @@ extension EventRunLoop {
         // closure without running it (cancelled, or its loop's thread exited), the outcome's
         // deinit resumes the task, so no ending of a request leaves the task waiting.
         let outcome = _PerformOutcome(waiter)
-        let request = perform(inModes: modes, name: name) { outcome.run(body) }
+        let request = PerformRequest(name: name, modes: modes, waitable: false) {
+          outcome.run(body)
+        }
+        // Attached before it is queued, so a cancellation from now on reaches it.
         waiter.attach(request)
+        guard request.state == .pending else { return }
+        // Never blocks: in a full queue the request waits in line, not this thread.
+        enqueueWithoutWaiting(request)
       }
     } onCancel: {
       waiter.cancel()

@@ -104,53 +104,99 @@ extension EventRunLoop {
 
   /// Queues `request` and wakes the loop; abandons it when the loop's thread has exited.
   /// Every perform request comes through here. When the queue holds
-  /// ``performQueueLimit`` requests, a producer on another thread waits for room until
-  /// `deadline` (`nil`: for as long as it takes; see `PerformQueueBound`); returns `false`
-  /// when the deadline came first, and the request was not queued.
+  /// ``performQueueLimit`` requests (or others wait already), the request joins the line
+  /// (see `PerformQueueBound`) and a producer on another thread blocks until it is in or
+  /// until `deadline` (`nil`: for as long as it takes); returns `false` when the deadline
+  /// came first, and the request was not queued.
   @discardableResult
   func enqueue(_ request: PerformRequest, waitingUntil deadline: ContinuousClock.Instant? = nil)
     -> Bool
   {
+    switch admitOrLine(request, blocking: deadline.map { .until($0) } ?? .forever) {
+    case .queued:
+      // No fence before the wake-up, unlike `wakeUp()`: the queue's count was published
+      // with a sequentially consistent store, which already orders it before the wake
+      // state's read.
+      wakeState.request()
+      return true
+    case .abandoned:
+      request.abandon()
+      return true
+    case .lined:
+      return true
+    case .full:
+      return false
+    case .blocked(let room):
+      return waitInLine(request, on: room, until: deadline)
+    }
+  }
+
+  /// Queues the request of an awaitable perform: when the queue is full, the request waits
+  /// in the line and the thread goes on (the awaiting task stays suspended until the
+  /// request ran or was dropped).
+  func enqueueWithoutWaiting(_ request: PerformRequest) {
+    switch admitOrLine(request, blocking: nil) {
+    case .queued: wakeState.request()
+    case .abandoned: request.abandon()
+    case .lined, .full, .blocked: break
+    }
+  }
+
+  /// How a producer that finds the queue full waits.
+  private enum Blocking {
+    case forever
+    case until(ContinuousClock.Instant)
+  }
+
+  /// Under the lock: queues `request`, or puts it in the line (with a semaphore for a
+  /// blocking producer), or refuses it when its deadline has passed.
+  private func admitOrLine(_ request: PerformRequest, blocking: Blocking?) -> EnqueueOutcome {
     let ownThread = isCurrent
     // One relaxed load when nothing traces call-outs (the usual case).
     request.stamp = CapturedCause.ifTracing()
-    while true {
-      let outcome = state.withLock { state -> EnqueueOutcome in
-        guard !state.threadExited else { return .abandoned }
-        if ownThread || state.performQueue.count < state.performBound.limit {
-          state.performQueue.append(request)
-          state.performBound.highWater = max(
-            state.performBound.highWater, state.performQueue.count)
-          return .queued
-        }
-        if let deadline, ContinuousClock.now >= deadline { return .full }
+    return state.withLock { state -> EnqueueOutcome in
+      guard !state.threadExited else { return .abandoned }
+      if ownThread
+        || (state.performBound.line.isEmpty
+          && state.performQueue.count < state.performBound.limit)
+      {
+        state.performQueue.append(request)
+        state.performBound.highWater = max(
+          state.performBound.highWater, state.performQueue.count)
+        return .queued
+      }
+      switch blocking {
+      case nil:
+        state.performBound.line.append(request)
+        return .lined
+      case .until(let deadline) where ContinuousClock.now >= deadline:
+        return .full
+      case .forever, .until:
         let room = DispatchSemaphore(value: 0)
-        state.performBound.waiters.append(room)
-        return .wait(room)
+        state.performBound.blocked[ObjectIdentifier(request)] = room
+        state.performBound.line.append(request)
+        return .blocked(room)
       }
-      switch outcome {
-      case .queued:
-        // No fence before the wake-up, unlike `wakeUp()`: the queue's count was published
-        // with a sequentially consistent store, which already orders it before the wake
-        // state's read.
-        wakeState.request()
-        return true
-      case .abandoned:
-        request.abandon()
-        return true
-      case .full:
-        return false
-      case .wait(let room):
-        guard let deadline else {
-          room.wait()
-          continue
-        }
-        let (seconds, attoseconds) = (deadline - ContinuousClock.now).components
-        let nanoseconds = max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
-        if room.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut {
-          state.withLock { $0.performBound.waiters.removeAll { $0 === room } }
-        }
-      }
+    }
+  }
+
+  /// Blocks the producing thread until its request left the line (admitted, or abandoned
+  /// with its loop); at `deadline`, takes it out of the line and returns `false`, unless it
+  /// was admitted meanwhile.
+  private func waitInLine(
+    _ request: PerformRequest, on room: DispatchSemaphore,
+    until deadline: ContinuousClock.Instant?
+  ) -> Bool {
+    guard let deadline else {
+      room.wait()
+      return true
+    }
+    let nanoseconds = max(0, LoopClock.nanoseconds(of: deadline - .now).nanoseconds)
+    if room.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success { return true }
+    return !state.withLock { state in
+      guard state.performBound.blocked.removeValue(forKey: ObjectIdentifier(request)) != nil
+      else { return false }
+      return state.performBound.line.remove(request)
     }
   }
 
@@ -158,7 +204,24 @@ extension EventRunLoop {
     case queued
     case abandoned
     case full
-    case wait(DispatchSemaphore)
+    case lined
+    case blocked(DispatchSemaphore)
+  }
+
+  /// Moves requests from the line into the queue as room allows (under the lock), then,
+  /// after it, wakes the threads whose requests went in, releases the cancelled requests it
+  /// let go of, and wakes the loop when something went in.
+  func admitWaitingRequests() {
+    var dropped = RequestList()
+    let (admitted, moved) = state.withLock { state -> ([DispatchSemaphore], Bool) in
+      guard !state.performBound.line.isEmpty else { return ([], false) }
+      let before = state.performQueue.count
+      let admitted = state.admitWaitingRequests(dropped: &dropped)
+      return (admitted, state.performQueue.count > before)
+    }
+    for thread in admitted { thread.signal() }
+    dropped.removeAll()
+    if moved { wakeState.request() }
   }
 
   /// Runs every perform request for `active` queued before this call, in FIFO order (steps 3,
@@ -187,15 +250,12 @@ extension EventRunLoop {
   private func takePerformBatch(_ active: ActiveMode) -> RequestList {
     var batch = RequestList()
     var dropped = RequestList()
-    var waiting: [DispatchSemaphore] = []
-    defer { for waiter in waiting { waiter.signal() } }
+    // Requests waiting for room come in once this batch is out of the queue (a second lock
+    // only when some wait).
+    var lineWaiting = false
+    defer { if lineWaiting { admitWaitingRequests() } }
     state.withLock { state in
-      // Producers waiting for room try again once this batch is out of the queue.
-      defer {
-        if state.performQueue.count < state.performBound.limit {
-          waiting = state.performBound.takeWaiters()
-        }
-      }
+      defer { lineWaiting = !state.performBound.line.isEmpty }
       if state.performQueue.allSatisfy({ $0.matches(active) }) {
         swap(&batch, &state.performQueue)
         return

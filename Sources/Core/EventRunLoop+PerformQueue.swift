@@ -7,11 +7,13 @@ extension EventRunLoop {
   public static let defaultPerformQueueLimit = 1 << 20
 
   /// The most perform requests the queue takes from other threads. When it is full, a
-  /// producer on another thread waits until the loop has drained a batch:
-  /// ``perform(inModes:name:_:)->PerformRequest`` for as long as it takes, ``perform(inModes:name:before:_:)``
-  /// and ``performAndWait(inModes:name:deadline:_:)`` until their deadline. The loop's own
-  /// thread never waits (it would wait for itself): its requests go in over the limit.
-  /// Raising the limit lets waiting producers in at once. At least 1.
+  /// request waits in one first-come, first-served line, and each batch the loop drains
+  /// lets the line's head in: a thread calling ``perform(inModes:name:_:)->PerformRequest``
+  /// blocks until its request is in, ``perform(inModes:name:before:_:)`` and
+  /// ``performAndWait(inModes:name:deadline:_:)`` until their deadline; a task awaiting
+  /// ``submit(inModes:name:_:)`` is suspended, and no thread waits. The
+  /// loop's own thread never waits (it would wait for itself): its requests go in over the
+  /// limit. Raising the limit lets waiting requests in at once. At least 1.
   ///
   /// ```swift
   /// worker.performQueueLimit = 10_000  // back-pressure on the threads that flood it
@@ -19,11 +21,8 @@ extension EventRunLoop {
   public var performQueueLimit: Int {
     get { state.withLock { $0.performBound.limit } }
     set {
-      let waiting = state.withLock { state in
-        state.performBound.limit = max(1, newValue)
-        return state.performBound.takeWaiters()
-      }
-      for waiter in waiting { waiter.signal() }
+      state.withLock { $0.performBound.limit = max(1, newValue) }
+      admitWaitingRequests()
     }
   }
 
@@ -34,6 +33,15 @@ extension EventRunLoop {
   /// ```
   public var queuedPerformRequests: Int {
     published.performCount.load(ordering: .sequentiallyConsistent)
+  }
+
+  /// The perform requests waiting for room in a full queue (see ``performQueueLimit``).
+  ///
+  /// ```swift
+  /// print("\(worker.performRequestsWaitingForRoom) producers wait for room")
+  /// ```
+  public var performRequestsWaitingForRoom: Int {
+    state.withLock { $0.performBound.line.count }
   }
 
   /// The most perform requests that were queued at once.

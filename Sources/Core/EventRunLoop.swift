@@ -280,7 +280,7 @@ public final class EventRunLoop: @unchecked Sendable {
     var abandoned = RequestList()
     var sources: [(CustomInputSource, LoopMode)] = []
     var signalled: [CustomInputSource] = []
-    var waiting: [DispatchSemaphore] = []
+    var waiting: (requests: RequestList, threads: [DispatchSemaphore]) = (RequestList(), [])
     var executors: [LoopExecutor] = []
     ownerExited.store(true, ordering: .releasing)
     let strandedJobs = state.withLock { state -> Int in
@@ -298,8 +298,8 @@ public final class EventRunLoop: @unchecked Sendable {
     executors.removeAll()
     state.withLock { state in
       swap(&abandoned, &state.performQueue)
-      // Producers waiting for room find the thread gone and abandon their requests.
-      waiting = state.performBound.takeWaiters()
+      // The requests waiting for room are abandoned with the queued ones; their threads wake.
+      waiting = state.performBound.takeLine()
       for mode in state.sources.modes {
         for source in state.sources.items(in: mode) {
           state.sources.remove(source, from: mode)
@@ -322,7 +322,8 @@ public final class EventRunLoop: @unchecked Sendable {
     local.signalsCheckedFor = nil
     dropPassSnapshot()
     while let request = abandoned.popFirst() { request.abandon() }
-    for waiter in waiting { waiter.signal() }
+    while let request = waiting.requests.popFirst() { request.abandon() }
+    for thread in waiting.threads { thread.signal() }
     for (source, mode) in sources { source.cancelHandler?(self, mode) }
     for instrument in instruments { noteInstrumentRemoved(instrument) }
     let everyLoop = processInstruments.withLock { $0 }

@@ -77,3 +77,17 @@ struct RequestList {
     return false
   }
 }
+
+extension RequestList {
+  /// Takes `request` out of the list; returns whether it was there. Walks the list: for the
+  /// rare producer that gives up waiting in a perform queue's line.
+  mutating func remove(_ request: PerformRequest) -> Bool {
+    var kept = RequestList()
+    var found = false
+    while let next = popFirst() {
+      if next === request { found = true } else { kept.append(next) }
+    }
+    self = kept
+    return found
+  }
+}

@@ -12,9 +12,28 @@ struct AwaitablePerformTests {
     let worker = try startLoopThread(name: "await-value")
     defer { stopLoopThread(worker) }
     let loop = worker.runLoop
-    let (value, thread) = try await loop.perform { (21 * 2, crl_current_tid()) }
+    let (value, thread) = try await loop.submit { (21 * 2, crl_current_tid()) }
     #expect(value == 42)
     #expect(thread == loop.threadID)
+  }
+
+  // In async code a fire-and-forget perform with a multi-line closure is a request: the
+  // awaitable form has a name of its own (`submit`), so the type checker has no other
+  // reading of it.
+  @Test func aFireAndForgetPerformInAsyncCodeIsARequestNotAnAwait() async throws {
+    let worker = try startLoopThread(name: "await-distinct")
+    defer { stopLoopThread(worker) }
+    let ran = Atomic<Int>(0)
+    let request = worker.runLoop.perform(name: "multi-line") {
+      let doubled = 21 * 2
+      ran.store(doubled, ordering: .releasing)
+    }
+    let _: PerformRequest = worker.runLoop.perform(name: "typed") {
+      let one = 1
+      ran.add(one, ordering: .relaxed)
+    }
+    #expect(await eventuallyAsync { ran.load(ordering: .acquiring) == 43 })
+    #expect(request.state == .finished)
   }
 
   @Test func awaitedPerformRethrowsTheClosuresError() async throws {
@@ -22,7 +41,7 @@ struct AwaitablePerformTests {
     let worker = try startLoopThread(name: "await-error")
     defer { stopLoopThread(worker) }
     await #expect(throws: Refused(code: 7)) {
-      try await worker.runLoop.perform { () throws -> Int in throw Refused(code: 7) }
+      try await worker.runLoop.submit { () throws -> Int in throw Refused(code: 7) }
     }
   }
 
@@ -31,7 +50,7 @@ struct AwaitablePerformTests {
     defer { stopLoopThread(worker) }
     let order = GuardedState<[Int]>([])
     for index in 0..<20 {
-      let seen = try await worker.runLoop.perform {
+      let seen = try await worker.runLoop.submit {
         order.withLock { $0.append(index) }
         return index
       }
@@ -60,7 +79,7 @@ struct AwaitablePerformTests {
     let ran = Atomic<Bool>(false)
     let loop = worker.runLoop
     let task = Task {
-      try await loop.perform(inModes: [.default]) { ran.store(true, ordering: .relaxed) }
+      try await loop.submit(inModes: [.default]) { ran.store(true, ordering: .relaxed) }
     }
     try await Task.sleep(for: .milliseconds(30))
     task.cancel()
@@ -76,7 +95,7 @@ struct AwaitablePerformTests {
     let entered = Atomic<Bool>(false)
     let proceed = DispatchSemaphore(value: 0)
     let task = Task {
-      try await worker.runLoop.perform { () -> String in
+      try await worker.runLoop.submit { () -> String in
         entered.store(true, ordering: .releasing)
         // On the loop's thread: blocking it here keeps the request running.
         proceed.wait()
@@ -96,12 +115,12 @@ struct AwaitablePerformTests {
     let task = Task {
       // Cancelled before it asks for the perform.
       _ = await eventuallyAsync { Task.isCancelled }
-      return try await worker.runLoop.perform { ran.store(true, ordering: .relaxed) }
+      return try await worker.runLoop.submit { ran.store(true, ordering: .relaxed) }
     }
     task.cancel()
     await #expect(throws: CancellationError.self) { try await task.value }
     // A later request on the same loop runs: the cancelled one was skipped, not stuck.
-    try await worker.runLoop.perform {}
+    try await worker.runLoop.submit {}
     #expect(ran.load(ordering: .relaxed) == false)
   }
 
@@ -109,7 +128,7 @@ struct AwaitablePerformTests {
     let loop = try onNewThread("await-exited") { $0 }
     #expect(loop.threadHasExited)
     await #expect(throws: RunLoopError.loopThreadExited("")) {
-      try await loop.perform { 1 }
+      try await loop.submit { 1 }
     }
   }
 
@@ -126,7 +145,7 @@ struct AwaitablePerformTests {
     try worker.start()
     _ = await eventuallyAsync { ready.load(ordering: .acquiring) }
     let loop = worker.runLoop
-    let task = Task { try await loop.perform(inModes: ["never"]) { 1 } }
+    let task = Task { try await loop.submit(inModes: ["never"]) { 1 } }
     try await Task.sleep(for: .milliseconds(50))
     exit.signal()
     // Joining blocks only for the moment the worker takes to exit.

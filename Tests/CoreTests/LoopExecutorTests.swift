@@ -43,7 +43,7 @@ actor PinnedRecorder {
 
   func awaitPerformOnOwnLoop(_ loop: EventRunLoop) async throws -> [String] {
     entries.append("before")
-    let thread = try await loop.perform { () -> pid_t in crl_current_tid() }
+    let thread = try await loop.submit { () -> pid_t in crl_current_tid() }
     entries.append(thread == crl_current_tid() ? "request-on-own-thread" : "request-elsewhere")
     entries.append("after")
     return entries
@@ -200,7 +200,7 @@ struct LoopExecutorTests {
     _ = await eventuallyAsync { inPrivate.load(ordering: .acquiring) }
     let order = GuardedState<[String]>([])
     let actor = PinnedRecorder(on: loop)
-    // Fire and forget from async code: the type picks the request-returning `perform`.
+    // Fire and forget from async code.
     let _: PerformRequest = loop.perform(inModes: [.default]) {
       order.withLock { $0.append("request-1") }
     }
@@ -258,12 +258,12 @@ struct LoopExecutorTests {
     let loop = worker.runLoop
     let actor = PinnedRecorder(on: loop)
     _ = await actor.record("first")
-    let seen = try await loop.perform {
+    let seen = try await loop.submit {
       actor.assumeIsolated { isolated in isolated.entries }
     }
     #expect(seen == ["first"])
     let modeExecutor = loop.executor(modes: [.default])
-    #expect(try await loop.perform { modeExecutor.isIsolatingCurrentContext() } == true)
+    #expect(try await loop.submit { modeExecutor.isIsolatingCurrentContext() } == true)
     // Off the loop's thread: undecided, so that a failing check reaches checkIsolated().
     #expect(loop.isIsolatingCurrentContext() == nil)
     #expect(modeExecutor.isIsolatingCurrentContext() == nil)

@@ -29,7 +29,7 @@ struct JobTracingTests {
     let actor = Traced(worker.runLoop)
     for _ in 0..<3 { _ = await actor.bump() }
     // The last job's record is made when it returns: a request after it flushes the order.
-    try await worker.runLoop.perform {}
+    try await worker.runLoop.submit {}
     stopLoopThread(worker)
     tracer.close()
     let jobs = try TraceLog.read(contentsOf: path).filter { $0.calloutKind == "job" }

@@ -18,11 +18,11 @@ enum OurActorSide {
     ) { try a.usage() + b.usage() }
   }
 
-  /// Round trips per second of `try await loop.perform { }` from a task.
+  /// Round trips per second of `try await loop.submit { }` from a task.
   static func awaitedPerform(_ count: Int) throws -> Double {
     let worker = try OurLoopThread(name: "perform")
     defer { try? worker.stop() }
     let loop = worker.loop
-    return try awaitedRate(count, of: "our awaited performs") { try await loop.perform {} }
+    return try awaitedRate(count, of: "our awaited performs") { try await loop.submit {} }
   }
 }

@@ -197,7 +197,7 @@ let allSuites: [Suite] = [
       ResultRow(
         work: "awaited perform round trip", unit: "/s", values: medians(awaited) { $0 },
         higherIsBetter: true,
-        note: "ours: try await loop.perform { } from a task; NIO: try await loop.submit { }.get()"
+        note: "ours: try await loop.submit { } from a task; NIO: try await loop.submit { }.get()"
       ))
     report.add(
       ResultRow(
