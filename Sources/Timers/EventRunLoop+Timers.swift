@@ -58,10 +58,6 @@ extension EventRunLoop {
   /// ```
   public func contains(_ timer: LoopTimer, mode: LoopMode) -> Bool {
     guard let scheduler = timer.scheduler, scheduler.loopID == id else { return false }
-    return scheduler.state.withLock { state in
-      guard let index = state.index(of: mode), let position = timer.slotPosition(ofMode: index)
-      else { return false }
-      return timer.slot(at: position)?.active ?? false
-    }
+    return scheduler.state.withLock { $0.modes(of: timer).contains(mode) }
   }
 }

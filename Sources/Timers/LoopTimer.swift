@@ -42,9 +42,8 @@ public final class LoopTimer: @unchecked Sendable {
   // Layout: 16 bytes of object header and 72 of fields, 88 bytes in all (a 96-byte block of
   // malloc's), in declaration order. The fields the heaps and cancellation touch come first,
   // next to the header's reference count, so that they share its cache line; the name and
-  // handler, read only to fire, come last. What most timers never use lives in a
-  // `_TimerExtras` made on first use (see there). Keep new fields out of here unless every
-  // timer needs them: 8 more bytes make the block 112.
+  // handler, read only to fire, come last. Keep new fields out of here unless every timer
+  // needs them (they belong in `_TimerExtras`): 8 more bytes make the block 112.
 
   /// The scheduler of the loop the timer joined, set once by the first add and kept for
   /// life (so the timer never joins a second loop). A strong reference: the scheduler has no
@@ -57,32 +56,24 @@ public final class LoopTimer: @unchecked Sendable {
   /// `AtomicLazyReference`: its methods are generic calls that look its metadata up on every
   /// load.)
   private let attachment = Atomic<UInt>(LoopTimer.detached)
-  // The schedule, guarded by the attachment word before the timer joins a loop (a thread
-  // that changes it moves the word from `detached` to `changing` and back, see
-  // `withScheduleState`), then by the loop scheduler's lock. A join moves the word from
+  // The fields below are guarded by the attachment word before the timer joins a loop (a
+  // thread that changes the schedule moves the word from `detached` to `changing` and back,
+  // see `withScheduleState`), then by the loop scheduler's lock. A join moves the word from
   // `detached` to the scheduler's address and then links the timer under the scheduler's
   // lock, so it never overlaps a change made while detached, and every later change takes
   // that lock. Both already make every access exclusive, so the run-time exclusivity check
   // (a call per access on the heaps' hot path) is off.
-  /// The fire date's key: nanoseconds from ``_TimerClock/origin``, rounded up. Exact unless
-  /// the fire date falls between two nanoseconds: then the part below the nanosecond is kept
-  /// in the tagged word (a one-shot timer) or in the extras' `exactFireOffset`.
-  @exclusivity(unchecked) var fireKey: Int64
-  /// Insertion sequence: breaks ties of equal deadlines so that they fire in the order they
-  /// were scheduled. Renewed whenever the fire date changes; 0 until first scheduled.
+  /// The schedule (date, interval, tolerance) and the time left while suspended.
+  @exclusivity(unchecked) var packed: _PackedSchedule
+  /// Insertion sequence: breaks ties of equal dates so that they fire in the order they
+  /// were scheduled. Renewed whenever the date changes; 0 until first scheduled.
   @exclusivity(unchecked) var sequence: UInt64 = 0
-  /// The inline slot (the timer's first mode key): its position in the exact or fire heap.
-  @exclusivity(unchecked) var firstFireIndex: Int32 = -1
-  /// The inline slot's mode key (its position in the scheduler's table), `noMode` when the
-  /// inline slot is unused.
-  @exclusivity(unchecked) var firstMode: UInt16 = LoopTimer.noMode
-  /// The inline slot's flags: `activeFlag`.
-  @exclusivity(unchecked) var firstFlags: UInt8 = 0
+  /// The timer's position in its queue's heap, -1 when not linked (written by `_TimerHeap`).
+  @exclusivity(unchecked) var heapIndex: Int32 = -1
+  /// The position of the queue of the timer's set of modes in its scheduler, `noQueue`
+  /// while it is in no mode.
+  @exclusivity(unchecked) var queue: UInt16 = LoopTimer.noQueue
   private let valid = Atomic<Bool>(true)
-  /// The interval, a fire date's part below the nanosecond, or the extras, in one tagged
-  /// word (see LoopTimer+Storage.swift). Written under the schedule's locks, published with
-  /// release ordering so that ``interval`` can read it without a lock.
-  let tail: Atomic<UInt>
   /// The timer's name in traces (call-out records carry it).
   ///
   /// ```swift
@@ -92,8 +83,7 @@ public final class LoopTimer: @unchecked Sendable {
   public let name: String
   let handler: @Sendable (LoopTimer) -> Void
 
-  static let noMode: UInt16 = .max
-  static let activeFlag: UInt8 = 1
+  static let noQueue: UInt16 = .max
   /// The attachment word of a timer that belongs to no loop.
   static let detached: UInt = 0
   /// The attachment word while a thread changes a detached timer's schedule.
@@ -130,37 +120,23 @@ public final class LoopTimer: @unchecked Sendable {
     }
     self.name = name
     self.handler = handler
-    var offset = _TimerClock.offset(of: fireAt)
-    var (key, fraction) = _TimerClock.keyAndFraction(of: offset)
+    let tolerance = tolerance.attoseconds > 0 ? Self.clamped(tolerance, interval: interval) : .zero
+    var schedule = _TimerSchedule(
+      date: _TimerClock.offset(of: fireAt), interval: interval, tolerance: tolerance)
+    var packed = _PackedSchedule(schedule)
     let now = _TimerClock.nowKey()
-    if key <= now { (offset, key, fraction) = (.nanoseconds(now), now, 0) }
-    self.fireKey = key
-    let tolerance = Self.clamped(tolerance, interval: interval)
-    var word: UInt = 0
-    if let interval {
-      if let nanoseconds = _TimerClock.smallNanoseconds(interval), fraction == 0 {
-        word = UInt(nanoseconds) << 1 | Self.intervalTag
-      }
-    } else if let fraction, fraction != 0 {
-      word = fraction << 2 | Self.fractionTag
+    if packed.key <= now {
+      schedule.date = .nanoseconds(now)
+      packed.schedule = schedule
     }
-    if tolerance > .zero || (word == 0 && (interval != nil || fraction != 0)) {
-      let extras = _TimerExtras(interval: interval)
-      extras.tolerance = tolerance
-      if fraction != 0 { extras.exactFireOffset = offset }
-      word = UInt(bitPattern: Unmanaged.passRetained(extras).toOpaque())
-    }
-    self.tail = Atomic(word)
+    self.packed = packed
   }
 
   deinit {
     if let pointer = Self.schedulerAddress(attachment.load(ordering: .acquiring)) {
       Unmanaged<_TimerScheduler>.fromOpaque(pointer).release()
     }
-    let word = tail.load(ordering: .acquiring)
-    if word & Self.tagMask == 0, let pointer = UnsafeRawPointer(bitPattern: word) {
-      Unmanaged<_TimerExtras>.fromOpaque(pointer).release()
-    }
+    packed.release()
   }
 
   /// `tolerance` made valid: at least zero and, for a repeating timer, at most half the
@@ -177,11 +153,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```swift
   /// if let interval = timer.interval { print("every \(interval)") }
   /// ```
-  public var interval: Duration? {
-    let word = tail.load(ordering: .acquiring)
-    if word & Self.intervalTag != 0 { return .nanoseconds(Int64(word >> 1)) }
-    return Self.extras(in: word)?.interval
-  }
+  public var interval: Duration? { withScheduleState { _, _ in packed.interval }.0 }
 
   /// Whether the timer repeats.
   ///
@@ -206,6 +178,10 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```
   public var runLoop: EventRunLoop? { scheduler?.loop }
 
+  /// Whether the timer keeps part of its schedule in a `_TimerExtras` (for tests of the
+  /// layout).
+  var hasExtras: Bool { withScheduleState { _, _ in packed.hasExtras }.0 }
+
   /// The scheduler of the loop the timer joined (kept after that loop's thread exits).
   var scheduler: _TimerScheduler? { attached() }
 
@@ -217,7 +193,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// timer.fireDate = .now + .seconds(5)  // postpone
   /// ```
   public var fireDate: ContinuousClock.Instant {
-    get { withScheduleState { _, _ in scheduledFireDate }.0 }
+    get { withScheduleState { _, _ in _TimerClock.instant(at: packed.schedule.date) }.0 }
     set { _ = reschedule(fireDate: newValue, tolerance: nil) }
   }
 
@@ -231,7 +207,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// timer.tolerance = .milliseconds(50)  // 10% of a 500 ms interval
   /// ```
   public var tolerance: Duration {
-    get { withScheduleState { _, _ in scheduledTolerance }.0 }
+    get { withScheduleState { _, _ in packed.schedule.tolerance }.0 }
     set { _ = reschedule(fireDate: nil, tolerance: Self.clamped(newValue, interval: interval)) }
   }
 
@@ -240,7 +216,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```swift
   /// timer.isSuspended ? timer.resume() : timer.suspend()
   /// ```
-  public var isSuspended: Bool { withScheduleState { _, _ in suspendedRemaining != nil }.0 }
+  public var isSuspended: Bool { withScheduleState { _, _ in packed.suspendedRemaining != nil }.0 }
 
   /// Stops the timer for good and takes it out of its loop. Safe from any thread; calling it
   /// again does nothing. A call-out that has already begun on the loop's thread completes.
@@ -261,7 +237,7 @@ public final class LoopTimer: @unchecked Sendable {
     // call without one of its own (each retain and release is an atomic operation on the
     // scheduler, shared by all its timers).
     Unmanaged<_TimerScheduler>.fromOpaque(pointer)._withUnsafeGuaranteedRef { scheduler in
-      let unlinked = scheduler.state.withLock { $0.unlinkAll(self) }
+      let unlinked = scheduler.state.withLock { $0.unlink(self) }
       // A loop sleeping with nothing else to wait for should notice its mode is now empty.
       scheduler.wakeIfNeeded(unlinked)
     }
@@ -298,10 +274,10 @@ public final class LoopTimer: @unchecked Sendable {
     guard isValid else { return }
     let now = ContinuousClock.now
     let (unlinked, scheduler) = withScheduleState { state, attached -> Bool in
-      guard suspendedRemaining == nil else { return false }
-      suspendedRemaining = max(.zero, scheduledFireDate - now)
+      guard packed.suspendedRemaining == nil else { return false }
+      packed.suspendedRemaining = max(.zero, _TimerClock.instant(at: packed.schedule.date) - now)
       guard attached else { return false }
-      return state.unlinkAll(self)
+      return state.unlink(self)
     }
     // The mode may now be empty: a sleeping loop should notice.
     scheduler?.wakeIfNeeded(unlinked)
@@ -321,12 +297,12 @@ public final class LoopTimer: @unchecked Sendable {
       // Invalidated since the check above: `invalidate()` clears the flag before it looks
       // for the timer's scheduler, so either it unlinks after this (under the scheduler's
       // lock), or this sees the flag cleared.
-      guard isValid, let remaining = suspendedRemaining else { return false }
-      suspendedRemaining = nil
-      scheduledFireDate = now + remaining
+      guard isValid, let remaining = packed.suspendedRemaining else { return false }
+      packed.suspendedRemaining = nil
+      packed.schedule.date = _TimerClock.offset(of: now + remaining)
       guard attached else { return false }
       sequence = state.takeSequence()
-      return state.relink(self)
+      return state.link(self)
     }
     scheduler?.wakeIfNeeded(earlier)
   }
@@ -468,18 +444,18 @@ public final class LoopTimer: @unchecked Sendable {
     guard isValid else { return false }
     let ((changed, earlier), scheduler) = withScheduleState { state, attached -> (Bool, Bool) in
       guard isValid else { return (false, false) }
-      let newDate = fireDate ?? scheduledFireDate
-      let newTolerance = tolerance ?? scheduledTolerance
-      guard attached, suspendedRemaining == nil else {
+      var schedule = packed.schedule
+      if let fireDate { schedule.date = _TimerClock.offset(of: fireDate) }
+      if let tolerance { schedule.tolerance = tolerance }
+      guard attached, packed.suspendedRemaining == nil else {
         // Only a suspended timer keeps its new date as time left: the clock is read then.
-        if let fireDate, suspendedRemaining != nil {
-          suspendedRemaining = max(.zero, fireDate - .now)
+        if let fireDate, packed.suspendedRemaining != nil {
+          packed.suspendedRemaining = max(.zero, fireDate - .now)
         }
-        scheduledFireDate = newDate
-        scheduledTolerance = newTolerance
+        packed.schedule = schedule
         return (true, false)
       }
-      return (true, state.reschedule(self, fireDate: newDate, tolerance: newTolerance))
+      return (true, state.reschedule(self, to: schedule))
     }
     scheduler?.wakeIfNeeded(earlier)
     return changed

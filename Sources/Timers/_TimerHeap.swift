@@ -1,37 +1,23 @@
-/// Which key a ``_TimerHeap`` orders by.
-enum _TimerHeapOrder {
-  /// `(fireDate, sequence)`: the order timers fire in.
-  case fire
-  /// `(fireDate + tolerance, sequence)`: the latest instant the loop may wake (used only
-  /// by `_TolerantTimers`).
-  case wake
-}
-
-/// A min-heap of timers ordered by `(key, sequence)`, so that timers with equal keys come
-/// out in the order they were scheduled: the heap of libuv's timer.c, with the same three
-/// operations (insert, remove, and the fix-up after a key changed) and the same intrusive
-/// index: each timer records its own position, so removing or moving any timer is
-/// O(log n) with no search. (swift-collections' `Heap` can only pop its minimum.)
+/// A min-heap of timers ordered by `(key, sequence)`: a timer's date key, then the order it
+/// was scheduled in, so that equal dates fire in insertion order (libuv's timer heap).
 ///
-/// Two choices differ from libuv's pointer-linked binary heap, both for the cache:
-/// - the nodes live in one array, and each holds a copy of its key next to its timer (16
-///   bytes, four to a cache line), so comparisons read the array, not the timers; the
-///   sequence is read from the timer only when two keys are equal;
-/// - the heap is 4-ary: half the levels of a binary heap, so half the position write-backs
-///   into timers (each a likely cache miss) for a few more comparisons of neighbouring
-///   keys. Sifts move a hole rather than swapping, so a node that moves is written once.
+/// Each timer records its own position (``LoopTimer/heapIndex``, the one field of a timer
+/// the heap writes, as libuv embeds its heap node in the timer), so removing or moving any
+/// timer is O(log n) with no search. Two choices differ from libuv's pointer-linked binary
+/// heap, both for the cache:
+/// - the nodes live in one array, each a copy of its timer's key beside the timer (16 bytes,
+///   four to a cache line), so a comparison reads the array and the timer only to break a
+///   tie;
+/// - the heap is 4-ary: half the levels of a binary heap, so half the position writes into
+///   timers (each a likely cache miss) for a few more comparisons of neighbouring keys.
 ///
 /// A node owns one retain of its timer, taken by ``insert(_:)`` and given back by
-/// ``remove(at:)`` or ``releaseAll()``; moving nodes costs no reference counting. The
-/// array doubles as it grows and never shrinks (at 10,000 timers, 16,384 nodes: 26 bytes
-/// a timer).
+/// ``remove(_:)`` or ``releaseAll()``. The array never shrinks.
 struct _TimerHeap {
   struct Node {
-    /// The timer's key in this heap's order (see ``LoopTimer/heapKey(_:)``).
     var key: Int64
     let timer: Unmanaged<LoopTimer>
 
-    /// The timer's insertion sequence, read only to break ties of keys.
     var sequence: UInt64 { timer._withUnsafeGuaranteedRef { $0.sequence } }
 
     /// Whether `self` comes out before `other`.
@@ -41,42 +27,31 @@ struct _TimerHeap {
   }
 
   static let arity = 4
-  let order: _TimerHeapOrder
-  /// The mode key the heap belongs to: tells a timer which of its slots records the
-  /// position (see ``LoopTimer/setHeapPosition(_:mode:order:)``).
-  let mode: Int
   private(set) var nodes: [Node] = []
-
-  init(order: _TimerHeapOrder, mode: Int) {
-    self.order = order
-    self.mode = mode
-  }
 
   var count: Int { nodes.count }
   var top: Node? { nodes.first }
 
   mutating func insert(_ timer: LoopTimer) {
-    let node = Node(key: timer.heapKey(order), timer: Unmanaged.passRetained(timer))
-    nodes.append(node)
-    siftUp(node, from: nodes.count - 1)
+    nodes.append(Node(key: timer.packed.key, timer: .passRetained(timer)))
+    siftUp(nodes[nodes.count - 1], from: nodes.count - 1)
   }
 
-  mutating func remove(at index: Int) {
-    let removed = nodes[index]
+  /// Takes `timer` out (it must be in this heap). Callers hold the timer: the release here
+  /// is never its last.
+  mutating func remove(_ timer: LoopTimer) {
+    let index = Int(timer.heapIndex)
     let last = nodes.removeLast()
-    if index < nodes.count { update(last, at: index) }
-    removed.timer._withUnsafeGuaranteedRef {
-      $0.setHeapPosition(-1, mode: mode, order: order)
-    }
-    // Callers hold the timer: this is never its last reference.
-    removed.timer.release()
+    if index < nodes.count { place(last, at: index) }
+    timer.heapIndex = -1
+    Unmanaged.passUnretained(timer).release()
   }
 
-  /// Moves the node at `index` to its place after its timer's key changed.
-  mutating func update(at index: Int) {
-    var node = nodes[index]
-    node.key = node.timer._withUnsafeGuaranteedRef { $0.heapKey(order) }
-    update(node, at: index)
+  /// Moves `timer` to its place after its key changed.
+  mutating func update(_ timer: LoopTimer) {
+    let index = Int(timer.heapIndex)
+    nodes[index].key = timer.packed.key
+    place(nodes[index], at: index)
   }
 
   /// Empties the heap, giving back every node's retain. May free timers and what their
@@ -87,8 +62,31 @@ struct _TimerHeap {
     for node in taken { node.timer.release() }
   }
 
+  /// Visits nodes from the top down: `enter` is called for a node only if it returned
+  /// `true` for the node's parent. A query that knows nothing below a node can matter
+  /// (every key there is at least the node's) returns `false` to skip the subtree.
+  func descend(from index: Int = 0, _ enter: (Node) -> Bool) {
+    guard index < nodes.count, enter(nodes[index]) else { return }
+    let first = Self.arity * index + 1
+    for child in min(first, nodes.count)..<min(first + Self.arity, nodes.count) {
+      descend(from: child, enter)
+    }
+  }
+
+  /// Whether every parent precedes its children and every timer records its position and
+  /// key right (for tests).
+  func isConsistent() -> Bool {
+    nodes.indices.allSatisfy { index in
+      let timer = nodes[index].timer.takeUnretainedValue()
+      return Int(timer.heapIndex) == index && timer.packed.key == nodes[index].key
+        && (index == 0 || !nodes[index].precedes(nodes[(index - 1) / Self.arity]))
+    }
+  }
+
+  // MARK: Sifting
+
   /// Puts `node` in the hole at `index`, moving it up or down to its place.
-  private mutating func update(_ node: Node, at index: Int) {
+  private mutating func place(_ node: Node, at index: Int) {
     if index > 0, node.precedes(nodes[(index - 1) / Self.arity]) {
       siftUp(node, from: index)
     } else {
@@ -96,24 +94,23 @@ struct _TimerHeap {
     }
   }
 
-  /// Moves the hole at `index` up until `node` fits in it, then puts `node` there.
+  /// Moves the hole at `index` up until `node` fits in it, then puts `node` there. Sifts
+  /// move a hole rather than swapping, so each node that moves is written once.
   private mutating func siftUp(_ node: Node, from index: Int) {
-    let (order, mode) = (order, mode)
     nodes.withUnsafeMutableBufferPointer { buffer in
       var index = index
       while index > 0 {
         let parent = (index - 1) / Self.arity
         guard node.precedes(buffer[parent]) else { break }
-        Self.place(buffer[parent], at: index, in: buffer, order: order, mode: mode)
+        Self.put(buffer[parent], at: index, in: buffer)
         index = parent
       }
-      Self.place(node, at: index, in: buffer, order: order, mode: mode)
+      Self.put(node, at: index, in: buffer)
     }
   }
 
   /// Moves the hole at `index` down until `node` fits in it, then puts `node` there.
   private mutating func siftDown(_ node: Node, from index: Int) {
-    let (order, mode) = (order, mode)
     nodes.withUnsafeMutableBufferPointer { buffer in
       var index = index
       while true {
@@ -125,80 +122,16 @@ struct _TimerHeap {
           child = next
         }
         guard buffer[child].precedes(node) else { break }
-        Self.place(buffer[child], at: index, in: buffer, order: order, mode: mode)
+        Self.put(buffer[child], at: index, in: buffer)
         index = child
       }
-      Self.place(node, at: index, in: buffer, order: order, mode: mode)
+      Self.put(node, at: index, in: buffer)
     }
   }
 
-  private static func place(
-    _ node: Node, at index: Int, in buffer: UnsafeMutableBufferPointer<Node>,
-    order: _TimerHeapOrder, mode: Int
-  ) {
+  private static func put(_ node: Node, at index: Int, in buffer: UnsafeMutableBufferPointer<Node>)
+  {
     buffer[index] = node
-    node.timer._withUnsafeGuaranteedRef { $0.setHeapPosition(index, mode: mode, order: order) }
-  }
-
-  // MARK: Queries
-
-  /// The latest key that is at most `limit`, or `nil` when every key is later. Visits only
-  /// the nodes whose key is at most `limit` (and their children): a subtree whose root is
-  /// later than `limit` holds nothing earlier.
-  func latestKey(atMost limit: Int64) -> Int64? {
-    latestKey(from: 0, atMost: limit, best: nil)
-  }
-
-  private func latestKey(from index: Int, atMost limit: Int64, best: Int64?) -> Int64? {
-    guard index < nodes.count, nodes[index].key <= limit else { return best }
-    var best = max(best ?? nodes[index].key, nodes[index].key)
-    if best == limit { return best }
-    for child in children(of: index) {
-      best = latestKey(from: child, atMost: limit, best: best) ?? best
-    }
-    return best
-  }
-
-  /// The first node in heap order whose key is at most `now` and whose sequence is below
-  /// `horizon`, with its `(key, sequence)`. A node that fails only the sequence test (a
-  /// timer rescheduled during the current round of firing) does not hide its subtree; a
-  /// subtree whose root is later than `now`, or not before the best found, is skipped.
-  func firstDue(now: Int64, before horizon: UInt64) -> (node: Node, rank: (Int64, UInt64))? {
-    var best: (node: Node, rank: (Int64, UInt64))?
-    firstDue(from: 0, now: now, horizon: horizon, best: &best)
-    return best
-  }
-
-  private func firstDue(
-    from index: Int, now: Int64, horizon: UInt64,
-    best: inout (node: Node, rank: (Int64, UInt64))?
-  ) {
-    guard index < nodes.count, nodes[index].key <= now else { return }
-    let rank = (nodes[index].key, nodes[index].sequence)
-    guard best.map({ rank < $0.rank }) ?? true else { return }
-    if rank.1 < horizon {
-      // Every node below ranks later.
-      best = (nodes[index], rank)
-      return
-    }
-    for child in children(of: index) {
-      firstDue(from: child, now: now, horizon: horizon, best: &best)
-    }
-  }
-
-  private func children(of index: Int) -> Range<Int> {
-    let first = Self.arity * index + 1
-    return min(first, nodes.count)..<min(first + Self.arity, nodes.count)
-  }
-
-  /// Whether every parent precedes its children and every timer records its position and
-  /// key right (for tests).
-  func isConsistent() -> Bool {
-    nodes.indices.allSatisfy { index in
-      let timer = nodes[index].timer.takeUnretainedValue()
-      return timer.heapPosition(mode: mode, order: order) == index
-        && timer.heapKey(order) == nodes[index].key
-        && (index == 0 || !nodes[index].precedes(nodes[(index - 1) / Self.arity]))
-    }
+    node.timer._withUnsafeGuaranteedRef { $0.heapIndex = Int32(truncatingIfNeeded: index) }
   }
 }

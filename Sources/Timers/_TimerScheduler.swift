@@ -3,8 +3,8 @@ import RunLoopCore
 
 /// The timers of one run loop. The loop sees it through a `_TimerSchedulerPlug`, its
 /// ``DeadlineSource`` for timers, plugged in the first time a timer is added to the loop.
-/// What it keeps, per mode key, is in `_SchedulerState`; the heaps are `_TimerHeap`s, and
-/// timers with a tolerance have theirs in `_TolerantTimers`.
+/// What it keeps is in `_SchedulerState`: a `_TimerQueue` per set of modes, each a
+/// `_TimerHeap` with the rule for tolerance.
 ///
 /// Ownership: the loop holds the plug, the plug holds the scheduler, the scheduler holds its
 /// linked timers, and a timer holds the scheduler it joined (strongly: nothing refers to the
@@ -38,21 +38,20 @@ final class _TimerScheduler: @unchecked Sendable {
   /// The loop's thread has exited: nothing scheduled here can ever fire. Whoever still holds
   /// one of these timers sees it invalid; the scheduler lets go of all of them.
   func shutDown() {
-    var (modes, delayed) = state.withLock {
-      state -> ([_ModeTimers], [String: [LoopTimer]]) in
+    var (queues, delayed) = state.withLock {
+      state -> ([_TimerQueue], [String: [LoopTimer]]) in
       state.exited = true
-      for mode in state.modes {
-        for timer in mode.timers { _ = timer.markInvalid() }
+      for queue in state.queues {
+        for node in queue.heap.nodes { _ = node.timer.takeUnretainedValue().markInvalid() }
       }
       defer {
-        state.modes = []
-        state.modeIndex = [:]
+        state.queues = []
         state.delayedByKey = [:]
       }
-      return (state.modes, state.delayedByKey)
+      return (state.queues, state.delayedByKey)
     }
     // Outside the lock: this may free timers and what their handlers captured.
-    for index in modes.indices { modes[index].releaseAll() }
+    for index in queues.indices { queues[index].releaseAll() }
     for timer in delayed.values.joined() { _ = timer.markInvalid() }
     delayed = [:]
   }
@@ -120,24 +119,24 @@ final class _TimerScheduler: @unchecked Sendable {
     loop.wakeUp()
   }
 
-  func hasItems(in mode: LoopMode, common: Bool) -> Bool {
+  func hasItems(in mode: ActiveMode) -> Bool {
     state.withLock { state in
-      state.count(in: mode) > 0 || (common && state.count(in: .common) > 0)
-        || state.firingKeepsModeAlive(mode, common: common)
+      state.queues.contains { $0.count > 0 && $0.serves(mode) }
+        || state.firingKeepsModeAlive(mode)
     }
   }
 
-  func nextDeadline(in mode: LoopMode, common: Bool) -> Int64? {
-    state.withLock { $0.wakeKey(in: mode, common: common) }.map(_TimerClock.deadline(ofKey:))
+  func nextDeadline(in mode: ActiveMode) -> Int64? {
+    state.withLock { $0.wakeKey(in: mode) }.map(_TimerClock.deadline(ofKey:))
   }
 
-  func fireDue(in mode: LoopMode, of loop: EventRunLoop, common: Bool, now: Int64) {
+  func fireDue(in mode: ActiveMode, of loop: EventRunLoop, now: Int64) {
     // Timers (re)scheduled from here on, by the call-outs below or by other threads, wait
     // for the next pass, as the guide says of a timer that comes due during a handler.
     let horizon = state.withLock { $0.nextSequence }
     // Keys are loop clock readings: `now` is already one.
     while let due = state.withLock({
-      $0.takeDue(in: mode, common: common, now: now, before: horizon)
+      $0.takeDue(in: mode, now: now, before: horizon)
     }) {
       let timer = due.timer
       // Invalidated by another thread since it was taken: a call-out not begun is not made.
@@ -148,7 +147,7 @@ final class _TimerScheduler: @unchecked Sendable {
       // returned, as the first grid point later than now, so a call-out that overran its
       // period is followed by the next grid point, not by a late catch-up fire.
       // A one-shot timer is done: only a repeating one needs the clock again.
-      let after = timer.repeats ? _TimerClock.nowKey() : now
+      let after = due.repeats ? _TimerClock.nowKey() : now
       state.withLock { $0.finishFiring(timer, takenSequence: due.sequence, now: after) }
     }
   }
@@ -169,15 +168,15 @@ final class _TimerSchedulerPlug: DeadlineSource, Sendable {
   }
 
   func hasItems(in mode: ActiveMode) -> Bool {
-    scheduler.hasItems(in: mode.mode, common: mode.isCommon)
+    scheduler.hasItems(in: mode)
   }
 
   func nextDeadline(in mode: ActiveMode) -> Int64? {
-    scheduler.nextDeadline(in: mode.mode, common: mode.isCommon)
+    scheduler.nextDeadline(in: mode)
   }
 
   func fireDue(in mode: ActiveMode, now: Int64, on loop: EventRunLoop) {
-    scheduler.fireDue(in: mode.mode, of: loop, common: mode.isCommon, now: now)
+    scheduler.fireDue(in: mode, of: loop, now: now)
   }
 }
 

@@ -268,7 +268,7 @@ struct CrossThreadTests {
     }
     #expect(outcome.failures == 0)
     #expect(outcome.kept == rounds)
-    // Every timer is in the heaps, the odd ones (with tolerance) in the tolerant heaps.
+    // Every timer is in the heap, the odd ones (with tolerance) counted as tolerant.
     #expect(outcome.scheduled == rounds)
     #expect(outcome.tolerant == rounds / 2)
     #expect(outcome.consistent)

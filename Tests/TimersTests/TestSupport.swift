@@ -83,11 +83,11 @@ func scheduledCount(_ loop: EventRunLoop, mode: LoopMode) -> Int {
   _TimerScheduler.existing(of: loop)?.state.withLock { $0.count(in: mode) } ?? 0
 }
 
-/// How many timers with tolerance are in `mode`'s heaps of `loop`'s scheduler (a timer
-/// without tolerance is in the exact heap, one with tolerance in the tolerant heaps).
+/// How many timers with tolerance are linked in `mode` of `loop`'s scheduler (the queues
+/// count them: the rule for tolerance needs the walk only where they are).
 func tolerantCount(_ loop: EventRunLoop, mode: LoopMode) -> Int {
   _TimerScheduler.existing(of: loop)?.state.withLock { state in
-    state.index(of: mode).map { state.modes[$0].tolerant.count } ?? 0
+    state.queues.reduce(0) { $0 + ($1.modes.contains(mode) ? $1.tolerantCount : 0) }
   } ?? 0
 }
 
