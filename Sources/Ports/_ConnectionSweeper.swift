@@ -8,6 +8,10 @@ import RunLoopCore
 /// last sweep. That reading may be early (a connection's deadline moves later with traffic); the sweep
 /// then finds nothing due and tells the true earliest one. Sweeps are at least
 /// ``granularity`` apart, so busy connections cannot make the loop sweep on every pass.
+///
+/// Not a `LoopTimer` per connection: Ports depends on Core alone (the Timers module is a
+/// sibling, not a base), and one instant is all a sweep needs, where timers would cost a
+/// heap node and a reschedule for every message a connection receives.
 final class _ConnectionSweeper: DeadlineSource, @unchecked Sendable {
   // Unchecked: each `var` below says why it needs no lock (set once in init, before the
   // object is shared, or touched on one thread only); the rest is locked or atomic.

@@ -6,6 +6,9 @@ import Synchronization
 /// wakes it), which matters because it is used exactly when none can be had; a Dispatch
 /// timer would not do either: libdispatch stops the process when it cannot get the
 /// descriptor its timer machinery needs on first use.
+///
+/// Not a `LoopTimer`: Ports depends on Core alone, and the resume must happen in whatever
+/// mode the loop runs, where a timer fires only in the modes it was added to.
 final class _ListenerResumer: DeadlineSource, Sendable {
   /// A `LoopClock` reading.
   private let due: Int64

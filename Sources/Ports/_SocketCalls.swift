@@ -94,7 +94,8 @@ enum _SocketCalls {
   }
 
   /// Waits with `poll` until `descriptor` is ready for `events` or `deadline` passes.
-  /// Returns the `revents`, or 0 at the deadline.
+  /// Returns the `revents`, or 0 at the deadline. The deadline is `poll`'s timeout, not a
+  /// loop timer: the calling thread is blocked here and runs no loop that could fire one.
   static func wait(_ descriptor: Int32, for events: Int16, until deadline: ContinuousClock.Instant)
     -> Int16
   {
