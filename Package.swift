@@ -11,6 +11,7 @@ let package = Package(
     .library(name: "RunLoopTimers", targets: ["RunLoopTimers"]),
     .library(name: "RunLoopPorts", targets: ["RunLoopPorts"]),
     .library(name: "RunLoopObservers", targets: ["RunLoopObservers"]),
+    .library(name: "RunLoopTracing", targets: ["RunLoopTracing"]),
     .library(name: "RunLoopJournal", targets: ["RunLoopJournal"]),
     .library(name: "RunLoopLogging", targets: ["RunLoopLogging"]),
     .executable(name: "runloop-demo", targets: ["RunLoopDemo"]),
@@ -43,15 +44,26 @@ let package = Package(
       ],
       path: "Sources/Ports"
     ),
+    // Observers, metrics and the stall watchdog: the loop's hooks, without the trace machinery.
     .target(
       name: "RunLoopObservers",
       dependencies: [
         "RunLoopCore",
-        .product(name: "DequeModule", package: "swift-collections"),
         .product(name: "Histogram", package: "hdrhistogram-swift"),
         .product(name: "CoreMetrics", package: "swift-metrics"),
       ],
       path: "Sources/Observers"
+    ),
+    // The tracer and what it feeds: records, the JSON Lines sink, the reader, summaries,
+    // timelines and Chrome export. It plugs into the hooks Observers exposes.
+    .target(
+      name: "RunLoopTracing",
+      dependencies: [
+        "RunLoopCore", "RunLoopObservers",
+        .product(name: "DequeModule", package: "swift-collections"),
+        .product(name: "Histogram", package: "hdrhistogram-swift"),
+      ],
+      path: "Sources/Tracing"
     ),
     // libsystemd (sd_journal_sendv), for the journald sink only: RunLoopObservers builds without it.
     .systemLibrary(
@@ -64,22 +76,23 @@ let package = Package(
     .target(
       name: "RunLoopLogging",
       dependencies: [
-        "RunLoopCore", "RunLoopObservers", .product(name: "Logging", package: "swift-log"),
+        "RunLoopCore", "RunLoopTracing", .product(name: "Logging", package: "swift-log"),
       ],
       path: "Sources/Logging"
     ),
     .target(
       name: "RunLoopJournal",
       dependencies: [
-        "RunLoopObservers", "RunLoopCore", "CSystemdJournal", "CRunLoopLinux",
+        "RunLoopTracing", "RunLoopObservers", "RunLoopCore", "CSystemdJournal", "CRunLoopLinux",
         .product(name: "Logging", package: "swift-log"),
       ],
-      path: "Sources/ObserversJournal"
+      path: "Sources/TracingJournal"
     ),
     .executableTarget(
       name: "RunLoopDemo",
       dependencies: [
-        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
+        "RunLoopJournal",
         "RunLoopLogging",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
@@ -90,7 +103,8 @@ let package = Package(
     .executableTarget(
       name: "RunLoopBench",
       dependencies: [
-        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "CBenchSupport",
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
+        "CBenchSupport",
         "CRunLoopLinux",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -102,7 +116,9 @@ let package = Package(
     // A small program the tests start as a separate process (main-thread behaviour, cross-process ports).
     .executableTarget(
       name: "RunLoopTestHelper",
-      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers"],
+      dependencies: [
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
+      ],
       path: "Tests/Helper"
     ),
     // Counts the loop threads' allocations during actor hops between loops. It interposes
@@ -115,7 +131,7 @@ let package = Package(
     ),
     // What several test targets share: starting the helper program as a real process.
     .target(
-      name: "RunLoopTestSupport", dependencies: ["CRunLoopLinux", "RunLoopCore"],
+      name: "RunLoopTestSupport", dependencies: ["CRunLoopLinux", "RunLoopCore", "RunLoopTracing"],
       path: "Tests/Support"),
     .testTarget(
       name: "RunLoopCoreTests",
@@ -130,12 +146,20 @@ let package = Package(
     .testTarget(
       name: "RunLoopObserversTests",
       dependencies: [
-        "RunLoopCore", "RunLoopObservers", "RunLoopJournal", "RunLoopTestSupport",
-        "RunLoopLogging", "RunLoopPorts",
+        "RunLoopCore", "RunLoopObservers", "RunLoopTracing", "RunLoopJournal",
+        "RunLoopTestSupport", "RunLoopPorts",
         .product(name: "MetricsTestKit", package: "swift-metrics"),
-        .product(name: "Logging", package: "swift-log"),
       ],
       path: "Tests/ObserversTests"
+    ),
+    .testTarget(
+      name: "RunLoopTracingTests",
+      dependencies: [
+        "RunLoopCore", "RunLoopObservers", "RunLoopTracing", "RunLoopJournal",
+        "RunLoopTestSupport", "RunLoopLogging", "RunLoopPorts",
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      path: "Tests/TracingTests"
     ),
     .testTarget(
       name: "RunLoopTimersTests",
@@ -146,7 +170,9 @@ let package = Package(
     // (Docs/RunLoopGuide.docc, SequenceOfEvents.md, "Where we differ from Core Foundation").
     .testTarget(
       name: "RunLoopParityTests",
-      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopObservers", "RunLoopParityHelper"],
+      dependencies: [
+        "RunLoopCore", "RunLoopTimers", "RunLoopObservers", "RunLoopTracing", "RunLoopParityHelper",
+      ],
       path: "Tests/ParityTests"
     ),
     // The parity scenarios that need a process's main thread (the main queue), on either loop.
@@ -160,7 +186,8 @@ let package = Package(
     .target(
       name: "RunLoopGuide",
       dependencies: [
-        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
+        "RunLoopJournal",
       ],
       path: "Docs",
       exclude: [
@@ -174,14 +201,16 @@ let package = Package(
     .executableTarget(
       name: "RunLoopTutorial",
       dependencies: [
-        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
+        "RunLoopJournal",
       ],
       path: "Docs/Tutorial"
     ),
     .testTarget(
       name: "IntegrationTests",
       dependencies: [
-        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopJournal",
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
+        "RunLoopJournal",
         "RunLoopGuide", "RunLoopTutorial", "RunLoopTestSupport",
       ],
       path: "Tests/IntegrationTests"
@@ -189,7 +218,9 @@ let package = Package(
     // Runs the built runloop-demo binary as a child process (depends on it so it is built).
     .testTarget(
       name: "DemoTests",
-      dependencies: ["RunLoopDemo", "RunLoopCore", "RunLoopObservers", "RunLoopTestSupport"],
+      dependencies: [
+        "RunLoopDemo", "RunLoopCore", "RunLoopObservers", "RunLoopTracing", "RunLoopTestSupport",
+      ],
       path: "Tests/DemoTests"
     ),
   ],

@@ -1,5 +1,5 @@
 // libFuzzer target: the trace-log reader the trace tools stream logs with
-// (Sources/Observers/TraceLogReader.swift), compiled by scripts/fuzz.sh together with the
+// (Sources/Tracing/TraceLogReader.swift), compiled by scripts/fuzz.sh together with the
 // record type, its JSON encoder and RunLoopError.
 //
 // Any byte string must read without trapping, every line being a record, blank or counted

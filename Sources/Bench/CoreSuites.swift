@@ -6,6 +6,7 @@ import Glibc
 import RunLoopCore
 import RunLoopObservers
 import RunLoopTimers
+import RunLoopTracing
 import Synchronization
 
 // MARK: ping-pong

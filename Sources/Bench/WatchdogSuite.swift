@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopCore
 import RunLoopObservers
+import RunLoopTracing
 
 /// What the stall watchdog costs a loop pass: off (never attached, and detached again) and
 /// on, for a zero-timeout pass that runs one perform request (entry, beforeTimers, a block

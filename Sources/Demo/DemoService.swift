@@ -6,6 +6,7 @@ import RunLoopLogging
 import RunLoopObservers
 import RunLoopPorts
 import RunLoopTimers
+import RunLoopTracing
 import Synchronization
 
 /// The `run` command's service: the main run loop plus worker threads with loops of their

@@ -1,6 +1,6 @@
 import Glibc
 import RunLoopCore
-import RunLoopObservers
+import RunLoopTracing
 
 /// Reads a growing JSON log: each call hands over the records of the complete lines added
 /// since the previous one (a line still being written waits for its newline).

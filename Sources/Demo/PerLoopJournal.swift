@@ -1,7 +1,7 @@
 import Glibc
 import RunLoopCore
 import RunLoopJournal
-import RunLoopObservers
+import RunLoopTracing
 
 /// A trace sink that gives each run loop its own ``JournalSink`` (one queue and writer
 /// thread per loop), so the summary can say how many journald records each loop lost. The

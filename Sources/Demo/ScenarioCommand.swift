@@ -1,5 +1,5 @@
 import ArgumentParser
-import RunLoopObservers
+import RunLoopTracing
 
 /// `runloop-demo scenario NAME`: one concept of the guide as a short narrated run.
 struct ScenarioCommand: ParsableCommand {

@@ -1,7 +1,7 @@
 import Glibc
 import RunLoopCore
 import RunLoopJournal
-import RunLoopObservers
+import RunLoopTracing
 
 /// An actor pinned to a worker's run loop: every job of it runs on that loop's thread.
 private actor Catalog {

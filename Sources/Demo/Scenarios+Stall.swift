@@ -2,6 +2,7 @@ import Glibc
 import RunLoopCore
 import RunLoopObservers
 import RunLoopTimers
+import RunLoopTracing
 
 extension Scenarios {
   /// A trace sink that narrates the watchdog's records and keeps them.

@@ -1,4 +1,4 @@
-import RunLoopObservers
+import RunLoopTracing
 
 /// What `runloop-demo top` knows about each loop of a trace, fed the records as the JSON log
 /// grows: its state now (from its latest record: a loop whose latest record is

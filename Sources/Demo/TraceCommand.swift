@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import RunLoopCore
-import RunLoopObservers
+import RunLoopTracing
 
 /// `runloop-demo trace`: tools over a JSON Lines trace.
 struct TraceCommand: ParsableCommand {

@@ -1,13 +1,13 @@
 import Logging
-import RunLoopObservers
+import RunLoopTracing
 
 extension Logger.MetadataProvider {
   /// A metadata provider that adds the calling thread's run-loop context
-  /// (``RunLoopObservers/LoopContext/metadata``) to every log line, with any handler: the
+  /// (``RunLoopTracing/LoopContext/metadata``) to every log line, with any handler: the
   /// tracer's run id, the loop, its mode, pass and depth, and the call-out it is in. On a
   /// thread outside a traced run it adds nothing.
   ///
-  /// Making the provider turns ``/RunLoopObservers/LoopContext/isPublished`` on, so that
+  /// Making the provider turns ``/RunLoopTracing/LoopContext/isPublished`` on, so that
   /// tracers start keeping the context.
   ///
   /// ```swift

@@ -1,5 +1,5 @@
 import Logging
-import RunLoopObservers
+import RunLoopTracing
 
 extension LoopContext {
   /// The context as swift-log metadata, under the keys of the trace records with the prefix

@@ -244,7 +244,7 @@ public final class LoopMetrics: RunLoopInstrument, Sendable {
       return (
         accumulator.exported, spins.spins &- (seen?.spins ?? 0),
         spins.caught &- (seen?.caught ?? 0),
-        accumulator.utilization(at: from.saturatingAdding(length))
+        accumulator.utilization(at: _TraceClock.adding(from, length))
       )
     }
     exported?.asleep.recordNanoseconds(length)
@@ -276,7 +276,7 @@ public final class LoopMetrics: RunLoopInstrument, Sendable {
 }
 
 /// One loop's running totals.
-struct _LoopAccumulator {
+package struct _LoopAccumulator {
   var iterations: UInt64 = 0
   var runs: UInt64 = 0
   var runStart: Int64?
@@ -347,7 +347,7 @@ struct _LoopAccumulator {
     return min(1, max(0, Double(inRuns - asleepNanoseconds) / Double(inRuns)))
   }
 
-  static func makeHistogram() -> Histogram<UInt64> {
+  package static func makeHistogram() -> Histogram<UInt64> {
     // 1 ns to 60 s at 3 significant digits; grows past that instead of failing.
     var histogram = Histogram<UInt64>(
       lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000,
@@ -373,7 +373,7 @@ struct _LoopAccumulator {
     return snapshot
   }
 
-  static func latency(_ histogram: Histogram<UInt64>) -> LoopMetricsSnapshot.Latency {
+  package static func latency(_ histogram: Histogram<UInt64>) -> LoopMetricsSnapshot.Latency {
     guard histogram.totalCount > 0 else { return .init(count: 0, p50: 0, p99: 0, max: 0) }
     return .init(
       count: histogram.totalCount, p50: Int64(histogram.valueAtPercentile(50)),

@@ -9,12 +9,12 @@ import RunLoopCore
 ///
 /// When a watched loop has been awake (since it woke, or since its run began) for
 /// ``threshold`` without reaching `beforeWaiting` or leaving its run, the watchdog sends a
-/// `stall` record through its ``LoopTracer``: the loop, thread, mode, nesting depth, the
+/// ``StallReport`` to its ``StallReporter`` (a `LoopTracer` writes it as a `stall` record): the loop, thread, mode, nesting depth, the
 /// call-out the loop is in (kind and name, the innermost when call-outs nest) and how long it
 /// has been awake, plus the thread's scheduling state and kernel wait channel as `/proc`
 /// shows them (`R` running on the CPU, or `S` asleep in `futex_wait_queue` for a lock...).
 /// When the loop goes back to sleep (or leaves its run), a `recovery` record follows with the
-/// total time awake. Both go to every sink of the tracer: the JSON log, and journald at
+/// total time awake. A tracer sends both to every sink: the JSON log, and journald at
 /// warning (stall) and notice (recovery) priority with their own `MESSAGE_ID`s.
 ///
 /// It reports no backtrace of the stalled thread: taking one means interrupting that thread
@@ -44,12 +44,8 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
   /// let threshold = watchdog.threshold
   /// ```
   public let threshold: Duration
-  /// The tracer whose sinks get the reports (and whose run id and numbering they carry).
-  ///
-  /// ```swift
-  /// let run = watchdog.tracer.runID
-  /// ```
-  public let tracer: LoopTracer
+  /// Where the reports go (a `LoopTracer`, whose run id and numbering they then carry).
+  public let reporter: any StallReporter
   /// Activities (wake-ups and sleeps), and call-outs as they start and end.
   ///
   /// ```swift
@@ -75,14 +71,14 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
   ///
   /// - Parameters:
   ///   - threshold: how long a loop may stay awake without sleeping.
-  ///   - tracer: where the reports go.
+  ///   - reporter: where the reports go, usually a `LoopTracer`.
   ///
   /// ```swift
   /// let watchdog = StallWatchdog(threshold: .milliseconds(100), reportingTo: tracer)
   /// ```
-  public init(threshold: Duration, reportingTo tracer: LoopTracer) {
+  public init(threshold: Duration, reportingTo reporter: any StallReporter) {
     self.threshold = threshold
-    self.tracer = tracer
+    self.reporter = reporter
     thresholdNanoseconds = max(1, _TraceClock.nanoseconds(threshold))
     let period = min(max(thresholdNanoseconds / 4, 1_000_000), 1_000_000_000)
     let thread = Thread { [weak self, wake, finished] in
@@ -124,7 +120,7 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
     state.withLock { $0.loops.removeAll() }
   }
 
-  /// Detaches and ends the watchdog's thread (the tracer stays open).
+  /// Detaches and ends the watchdog's thread (the reporter stays open).
   ///
   /// ```swift
   /// watchdog.close()
@@ -226,28 +222,22 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
       let threadState = stat.split(separator: ")").last?.split(separator: " ").first.map(
         String.init)
       let wchan = _readFirstLine("/proc/self/task/\(tid)/wchan")
-      let thread = tracer.threadName(tid)
-      let sent = tracer.emitWhole { seq in
-        TraceRecord(
-          run: tracer.runID, seq: seq, record: .stall, timestamp: stall.awakeSince,
-          wallTime: _TraceClock.wallNow(), pid: getpid(), tid: tid, thread: thread,
-          loop: stall.loop, mode: stall.mode, iteration: stall.iteration, depth: stall.depth,
+      let sent = reporter.report(
+        StallReport(
+          kind: .stall, loop: stall.loop, tid: tid, mode: stall.mode, iteration: stall.iteration,
+          depth: stall.depth, awakeSince: stall.awakeSince, awakeFor: now - stall.awakeSince,
           calloutKind: stall.calloutKind, calloutName: stall.calloutName,
-          duration: now - stall.awakeSince, threadState: threadState, wchan: wchan)
-      }
+          threadState: threadState, wchan: wchan))
       if sent { state.withLock { $0.stalls += 1 } }
     }
   }
 
   private func report(recovery: _WatchedLoop.Recovery, of loop: EventRunLoop, now: Int64) {
-    let thread = tracer.threadName(loop.threadID)
-    let sent = tracer.emitWhole { seq in
-      TraceRecord(
-        run: tracer.runID, seq: seq, record: .recovery, timestamp: recovery.awakeSince,
-        wallTime: _TraceClock.wallNow(), pid: getpid(), tid: loop.threadID, thread: thread,
-        loop: loop.id, mode: recovery.mode, iteration: recovery.iteration,
-        depth: recovery.depth, duration: now - recovery.awakeSince)
-    }
+    let sent = reporter.report(
+      StallReport(
+        kind: .recovery, loop: loop.id, tid: loop.threadID, mode: recovery.mode,
+        iteration: recovery.iteration, depth: recovery.depth, awakeSince: recovery.awakeSince,
+        awakeFor: now - recovery.awakeSince))
     if sent { state.withLock { $0.recoveries += 1 } }
   }
 }

@@ -2,9 +2,11 @@ import RunLoopCore
 
 /// Where an instrument of this module is attached (loops one by one, or every loop of the
 /// process) and whether it was closed, behind one lock: the attach, detach and close of
-/// ``LoopTracer``, ``LoopMetrics`` and ``StallWatchdog``, each of which adds and removes
+/// `LoopTracer` (RunLoopTracing), ``LoopMetrics`` and ``StallWatchdog``, each of which adds and removes
 /// itself through it.
-final class _Attachments: Sendable {
+package final class _Attachments: Sendable {
+  package init() {}
+
   private struct State {
     var loops: [EventRunLoop] = []
     var everyLoop = false
@@ -14,7 +16,7 @@ final class _Attachments: Sendable {
   private let state = GuardedState(State())
 
   /// Attaches `instrument` to `loop`, unless it is there already or closed.
-  func attach(_ instrument: any RunLoopInstrument, to loop: EventRunLoop) {
+  package func attach(_ instrument: any RunLoopInstrument, to loop: EventRunLoop) {
     let added = state.withLock { state -> Bool in
       guard !state.closed, !state.loops.contains(loop) else { return false }
       state.loops.append(loop)
@@ -24,7 +26,7 @@ final class _Attachments: Sendable {
   }
 
   /// Attaches `instrument` to every loop, present and future, unless it is already or closed.
-  func attachToAllLoops(_ instrument: any RunLoopInstrument) {
+  package func attachToAllLoops(_ instrument: any RunLoopInstrument) {
     let added = state.withLock { state -> Bool in
       guard !state.closed, !state.everyLoop else { return false }
       state.everyLoop = true
@@ -34,7 +36,7 @@ final class _Attachments: Sendable {
   }
 
   /// Detaches `instrument` from everything it was attached to.
-  func detach(_ instrument: any RunLoopInstrument) {
+  package func detach(_ instrument: any RunLoopInstrument) {
     let (loops, everyLoop) = state.withLock { state in
       defer {
         state.loops.removeAll()
@@ -47,17 +49,17 @@ final class _Attachments: Sendable {
   }
 
   /// Marks the instrument closed (it attaches nowhere after this); `true` the first time.
-  func close() -> Bool {
+  package func close() -> Bool {
     state.withLock { state -> Bool in
       defer { state.closed = true }
       return !state.closed
     }
   }
 
-  var isClosed: Bool { state.withLock { $0.closed } }
+  package var isClosed: Bool { state.withLock { $0.closed } }
 
   /// Forgets the loop of an exited thread.
-  func forget(_ loop: EventRunLoop) {
+  package func forget(_ loop: EventRunLoop) {
     state.withLock { state in state.loops.removeAll { $0 === loop } }
   }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import RunLoopCore
-import RunLoopObservers
 @_exported import RunLoopTestSupport
+import RunLoopTracing
 
 /// The built `runloop-demo`, found next to the test bundle: SwiftPM puts executables and the
 /// test binary in the same build directory, and the test target depends on the demo so it

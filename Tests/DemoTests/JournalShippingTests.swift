@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import RunLoopObservers
+import RunLoopTracing
 import Testing
 
 private let journalRemote = "/lib/systemd/systemd-journal-remote"

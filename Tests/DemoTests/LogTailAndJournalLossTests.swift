@@ -1,6 +1,6 @@
 import Foundation
 import RunLoopCore
-import RunLoopObservers
+import RunLoopTracing
 import Testing
 
 @testable import RunLoopDemo

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import RunLoopObservers
+import RunLoopTracing
 import Testing
 
 /// How `runloop-demo run` ends when its trace cannot be written whole, when its reader goes

@@ -1,5 +1,5 @@
 import Foundation
-import RunLoopObservers
+import RunLoopTracing
 import Testing
 
 @Suite("runloop-demo run --stall-threshold")

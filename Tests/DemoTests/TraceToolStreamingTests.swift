@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import RunLoopObservers
+import RunLoopTracing
 import Testing
 
 /// The trace tools on logs that are large, damaged or empty.

@@ -6,6 +6,7 @@ import RunLoopJournal
 import RunLoopObservers
 import RunLoopPorts
 import RunLoopTimers
+import RunLoopTracing
 import Testing
 
 @Suite("Our modules next to Foundation")

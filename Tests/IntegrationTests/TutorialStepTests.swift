@@ -1,6 +1,6 @@
 import Foundation
-import RunLoopObservers
 import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 /// Runs every step of the tutorial "Build a traced worker service" as the reader would

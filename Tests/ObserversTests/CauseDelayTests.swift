@@ -3,6 +3,8 @@ import MetricsTestKit
 import RunLoopCore
 import RunLoopObservers
 import RunLoopPorts
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 @Suite("Port-message and job delays")

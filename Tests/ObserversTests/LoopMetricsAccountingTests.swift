@@ -3,6 +3,7 @@ import Foundation
 import MetricsTestKit
 import RunLoopCore
 import RunLoopObservers
+import RunLoopTestSupport
 import Testing
 
 @Suite("Loop metrics accounting", .serialized)

@@ -1,5 +1,6 @@
 import RunLoopCore
 import RunLoopObservers
+import RunLoopTestSupport
 import Testing
 
 @Suite("Run-loop observers")

@@ -3,6 +3,8 @@ import Foundation
 import MetricsTestKit
 import RunLoopCore
 import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 @Suite("Utilization and delay")

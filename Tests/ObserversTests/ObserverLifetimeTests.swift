@@ -1,6 +1,7 @@
 import Foundation
 import RunLoopCore
 import RunLoopObservers
+import RunLoopTestSupport
 import Testing
 
 @Suite("Observers across loops and thread exit", .serialized)

@@ -4,6 +4,7 @@ import Foundation
 import MetricsTestKit
 import RunLoopCore
 import RunLoopObservers
+import RunLoopTestSupport
 import Synchronization
 import Testing
 

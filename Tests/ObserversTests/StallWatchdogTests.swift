@@ -2,6 +2,8 @@ import Foundation
 import RunLoopCore
 import RunLoopJournal
 import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 @Suite("The stall watchdog")

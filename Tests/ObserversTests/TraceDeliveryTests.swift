@@ -1,6 +1,8 @@
 import Foundation
 import RunLoopCore
 import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 #if canImport(FoundationXML)

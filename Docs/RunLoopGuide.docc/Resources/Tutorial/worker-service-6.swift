@@ -3,6 +3,7 @@ import RunLoopJournal
 import RunLoopObservers
 import RunLoopPorts
 import RunLoopTimers
+import RunLoopTracing
 
 /// Step 6: every loop traced to a JSON log and to journald.
 func workerServiceStep6() throws {

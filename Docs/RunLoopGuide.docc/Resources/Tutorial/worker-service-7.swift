@@ -4,6 +4,7 @@ import RunLoopJournal
 import RunLoopObservers
 import RunLoopPorts
 import RunLoopTimers
+import RunLoopTracing
 
 /// Step 7: the trace read back: what the loops did, a timeline, and the journal query.
 func workerServiceStep7() throws {

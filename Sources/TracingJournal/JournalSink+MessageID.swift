@@ -2,6 +2,7 @@ import CSystemdJournal
 import Glibc
 import RunLoopCore
 import RunLoopObservers
+import RunLoopTracing
 
 extension JournalSink {
   /// The fixed `MESSAGE_ID` of each kind of entry, so that `journalctl MESSAGE_ID=...` finds

@@ -2,7 +2,8 @@ import Foundation
 import Glibc
 import RunLoopCore
 import RunLoopJournal
-import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 /// A sink of this package keeps the string table of every tracer that feeds it, to resolve

@@ -1,4 +1,5 @@
 import Histogram
+import RunLoopObservers
 
 extension TraceSummary {
   /// One loop's summary.

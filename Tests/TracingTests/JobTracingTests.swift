@@ -1,8 +1,8 @@
 import Foundation
 import RunLoopCore
 import RunLoopJournal
-import RunLoopObservers
 import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 /// An actor pinned to a loop (every job runs on the loop's thread).

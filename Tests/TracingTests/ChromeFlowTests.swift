@@ -1,6 +1,7 @@
 import Foundation
 import RunLoopCore
-import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 /// Flow arrows of the Chrome export of several logs: from a cause's call-out to its effect's,

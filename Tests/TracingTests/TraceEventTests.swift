@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
 import RunLoopCore
-import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 /// The tracer hands the sinks of this package compact events and their writer threads build

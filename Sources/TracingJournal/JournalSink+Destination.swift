@@ -2,6 +2,7 @@ import CSystemdJournal
 import Glibc
 import RunLoopCore
 import RunLoopObservers
+import RunLoopTracing
 
 extension JournalSink {
   /// Where entries go.

@@ -1,7 +1,8 @@
 import Foundation
 import FoundationXML
 import RunLoopCore
-import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 /// The elements of an SVG document: name, attributes and text, in order.

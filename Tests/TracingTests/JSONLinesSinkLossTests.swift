@@ -1,7 +1,7 @@
 import Foundation
 import RunLoopCore
-import RunLoopObservers
 import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 /// What the JSON Lines sink does when the file stops taking data: a full disk, a deleted

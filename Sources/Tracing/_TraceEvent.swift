@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopCore
+import RunLoopObservers
 
 /// What a ``LoopTracer`` hands a sink of this package on the loop thread: a fixed-size value
 /// with no references (copying it into a queue is a plain memory copy, with no reference

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopCore
+import RunLoopObservers
 
 /// A tracer's strings (thread names, modes, call-out kinds and names), each stored once and
 /// named by a small integer id that ``_TraceEvent`` values carry; plus the tracer's record

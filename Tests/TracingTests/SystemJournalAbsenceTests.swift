@@ -1,7 +1,8 @@
 import Foundation
 import RunLoopCore
 import RunLoopJournal
-import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 /// The system-journal path (`sd_journal_sendv`) with no journald: measured in a child copy of

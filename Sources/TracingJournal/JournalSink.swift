@@ -2,8 +2,9 @@ import CSystemdJournal
 import Glibc
 import RunLoopCore
 import RunLoopObservers
+import RunLoopTracing
 
-/// A trace sink that sends every ``/RunLoopObservers/TraceRecord`` to the systemd journal
+/// A trace sink that sends every ``/RunLoopTracing/TraceRecord`` to the systemd journal
 /// through libsystemd's `sd_journal_sendv`, on a writer thread.
 ///
 /// Each record becomes one journal entry whose fields are the JSON keys in upper case with

@@ -1,5 +1,6 @@
 import Foundation
-import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 /// The trace tools read logs written by anyone: a damaged or hand-edited log with extreme

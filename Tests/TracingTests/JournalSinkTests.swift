@@ -1,7 +1,8 @@
 import Foundation
 import RunLoopCore
 import RunLoopJournal
-import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 @Suite("The journald sink")

@@ -1,4 +1,5 @@
 import Histogram
+import RunLoopObservers
 
 extension TraceSummary {
   /// Summarises a trace as it is read, in memory that grows with the loops and distinct

@@ -1,8 +1,8 @@
 import Foundation
 import RunLoopCore
 import RunLoopJournal
-import RunLoopObservers
 import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 /// Closing journald sinks while journald is stopped: a journald of the test's own, never

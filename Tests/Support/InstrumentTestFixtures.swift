@@ -1,45 +1,44 @@
 import Foundation
 import RunLoopCore
-import RunLoopObservers
-@_exported import RunLoopTestSupport
 
 /// A log shared by call-outs.
-final class Log: Sendable {
+package final class Log: Sendable {
+  package init() {}
   private let entries = GuardedState<[String]>([])
-  func append(_ entry: String) { entries.withLock { $0.append(entry) } }
-  var all: [String] { entries.withLock { $0 } }
+  package func append(_ entry: String) { entries.withLock { $0.append(entry) } }
+  package var all: [String] { entries.withLock { $0 } }
 }
 
 /// A fresh path in the temporary directory.
-func temporaryPath(_ name: String) -> String {
+package func temporaryPath(_ name: String) -> String {
   let directory = NSTemporaryDirectory()
   return "\(directory)/runloop-observers-\(getpid())-\(UInt32.random(in: 0...UInt32.max))-\(name)"
 }
 
 /// A real deadline source (the Timers module's role): fires `handler` through
 /// `withCallout(.timer, dueAt:)` every `interval`, `count` times.
-final class TickProvider: DeadlineSource, @unchecked Sendable {
+package final class TickProvider: DeadlineSource, @unchecked Sendable {
   private let interval: Duration
   private let state: GuardedState<(next: ContinuousClock.Instant, remaining: Int)>
   private let handler: @Sendable () -> Void
 
-  init(interval: Duration, count: Int, handler: @escaping @Sendable () -> Void) {
+  package init(interval: Duration, count: Int, handler: @escaping @Sendable () -> Void) {
     self.interval = interval
     self.state = GuardedState((ContinuousClock.now + interval, count))
     self.handler = handler
   }
 
-  func hasItems(in mode: ActiveMode) -> Bool {
+  package func hasItems(in mode: ActiveMode) -> Bool {
     mode.mode == .default && state.withLock { $0.remaining > 0 }
   }
 
-  func nextDeadline(in mode: ActiveMode) -> Int64? {
+  package func nextDeadline(in mode: ActiveMode) -> Int64? {
     guard mode.mode == .default else { return nil }
     let next = state.withLock { $0.remaining > 0 ? $0.next : nil }
     return next.map(LoopClock.nanoseconds(of:))
   }
 
-  func fireDue(in mode: ActiveMode, now: Int64, on loop: EventRunLoop) {
+  package func fireDue(in mode: ActiveMode, now: Int64, on loop: EventRunLoop) {
     guard mode.mode == .default else { return }
     let now = LoopClock.instant(ofNanoseconds: now)
     let due = state.withLock { state -> ContinuousClock.Instant? in
@@ -56,11 +55,11 @@ final class TickProvider: DeadlineSource, @unchecked Sendable {
 
 /// A Unix datagram socket bound at a fresh path, for journal-absent and journal-stalled
 /// tests; `close()` unbinds the descriptor (the file stays until `unlinkPath()`).
-final class DatagramSocket: @unchecked Sendable {
-  let path: String
-  private(set) var descriptor: Int32
+package final class DatagramSocket: @unchecked Sendable {
+  package let path: String
+  package private(set) var descriptor: Int32
 
-  init(path: String, receiveBuffer: Int32? = nil) {
+  package init(path: String, receiveBuffer: Int32? = nil) {
     self.path = path
     descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
     precondition(descriptor >= 0)
@@ -83,7 +82,7 @@ final class DatagramSocket: @unchecked Sendable {
   }
 
   /// Reads every datagram waiting, without blocking.
-  func drain() -> [String] {
+  package func drain() -> [String] {
     var datagrams: [String] = []
     var buffer = [UInt8](repeating: 0, count: 65536)
     while true {
@@ -94,12 +93,12 @@ final class DatagramSocket: @unchecked Sendable {
     return datagrams
   }
 
-  func close() {
+  package func close() {
     if descriptor >= 0 { Glibc.close(descriptor) }
     descriptor = -1
   }
 
-  func unlinkPath() { unlink(path) }
+  package func unlinkPath() { unlink(path) }
 
   deinit {
     close()

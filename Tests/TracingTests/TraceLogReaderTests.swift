@@ -1,6 +1,7 @@
 import Foundation
 import RunLoopCore
-import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 @Suite("Reading a trace log line by line")

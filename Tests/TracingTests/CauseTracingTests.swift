@@ -2,7 +2,8 @@ import CRunLoopLinux
 import Foundation
 import RunLoopCore
 import RunLoopJournal
-import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
 
 @Suite("Cause and effect in the JSON log and journald")

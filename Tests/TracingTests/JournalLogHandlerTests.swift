@@ -3,16 +3,9 @@ import Logging
 import RunLoopCore
 import RunLoopJournal
 import RunLoopLogging
-import RunLoopObservers
+import RunLoopTestSupport
+import RunLoopTracing
 import Testing
-
-/// A trace sink that keeps the records it gets.
-final class CollectingSink: TraceSink, @unchecked Sendable {
-  private let records = GuardedState<[TraceRecord]>([])
-  func enqueue(_ record: TraceRecord) { records.withLock { $0.append(record) } }
-  func close() {}
-  var all: [TraceRecord] { records.withLock { $0 } }
-}
 
 @Suite("The user's own logs: the loop's context and the journald log handler")
 struct JournalLogHandlerTests {
