@@ -120,7 +120,7 @@ extension EventRunLoop {
       wakeState.request()
       return true
     case .abandoned:
-      request.abandon()
+      countAbandoned(request.abandon() ? 1 : 0)
       return true
     case .lined:
       return true
@@ -137,9 +137,15 @@ extension EventRunLoop {
   func enqueueWithoutWaiting(_ request: PerformRequest) {
     switch admitOrLine(request, blocking: nil) {
     case .queued: wakeState.request()
-    case .abandoned: request.abandon()
+    case .abandoned: countAbandoned(request.abandon() ? 1 : 0)
     case .lined, .full, .blocked: break
     }
+  }
+
+  /// Adds to ``abandonedPerformRequests``.
+  func countAbandoned(_ count: Int) {
+    guard count > 0 else { return }
+    state.withLock { $0.performBound.abandoned += count }
   }
 
   /// How a producer that finds the queue full waits.

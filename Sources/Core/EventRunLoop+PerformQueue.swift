@@ -44,6 +44,17 @@ extension EventRunLoop {
     state.withLock { $0.performBound.line.count }
   }
 
+  /// The perform requests that never ran because the loop's thread had exited: those
+  /// still queued or waiting for room when it exited, and those performed on the loop after
+  /// (each is ``PerformRequest/State/abandoned``). A graceful shutdown reports this count
+  /// instead of dropping work silently.
+  ///
+  /// ```swift
+  /// try worker.join()
+  /// print("\(worker.runLoop.abandonedPerformRequests) requests never ran")
+  /// ```
+  public var abandonedPerformRequests: Int { state.withLock { $0.performBound.abandoned } }
+
   /// The most perform requests that were queued at once.
   ///
   /// ```swift

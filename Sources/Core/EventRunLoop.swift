@@ -282,9 +282,11 @@ public final class EventRunLoop: @unchecked Sendable {
     var signalled: [CustomInputSource] = []
     var waiting: (requests: RequestList, threads: [DispatchSemaphore]) = (RequestList(), [])
     var executors: [LoopExecutor] = []
+    var exitHandlers: [@Sendable () -> Void] = []
     ownerExited.store(true, ordering: .releasing)
     let strandedJobs = state.withLock { state -> Int in
       state.threadExited = true
+      exitHandlers = state.exitHandlers.takeAll()
       swap(&executors, &state.executors)
       return state.jobQueues.reduce(0) { $0 + $1.jobs.count }
     }
@@ -321,10 +323,17 @@ public final class EventRunLoop: @unchecked Sendable {
     local.instruments = InstrumentCache()
     local.signalsCheckedFor = nil
     dropPassSnapshot()
-    while let request = abandoned.popFirst() { request.abandon() }
-    while let request = waiting.requests.popFirst() { request.abandon() }
+    var abandonedCount = 0
+    while let request = abandoned.popFirst() { abandonedCount += request.abandon() ? 1 : 0 }
+    while let request = waiting.requests.popFirst() {
+      abandonedCount += request.abandon() ? 1 : 0
+    }
+    countAbandoned(abandonedCount)
     for thread in waiting.threads { thread.signal() }
     for (source, mode) in sources { source.cancelHandler?(self, mode) }
+    // Last of the loop's own work: sleeps, sequences, port sends and joins end now.
+    for handler in exitHandlers { handler() }
+    exitHandlers.removeAll()
     for instrument in instruments { noteInstrumentRemoved(instrument) }
     let everyLoop = processInstruments.withLock { $0 }
     for instrument in instruments { instrument.runLoopThreadDidExit(self) }

@@ -11,8 +11,8 @@
 /// The sequence has one consumer: iterate it once. Ending the consuming task (cancelling it,
 /// leaving the `for await` loop, dropping the iterator) ends the sequence, and the source is
 /// taken off its loop at once; so is a sequence released without being iterated. A loop
-/// whose thread exits stops producing but does not end the sequence by itself: end the
-/// consumer (cancel its task) before or when the thread ends.
+/// whose thread exits ends the sequence: the consumer drains what the buffer holds, then
+/// gets `nil`, and ``failure`` says `loopThreadExited`.
 ///
 /// ```swift
 /// for await tick in loop.ticks(every: .seconds(1)) {
@@ -65,7 +65,8 @@ public final class LoopEvents<Element: Sendable>: AsyncSequence, Sendable {
 
   /// Makes a sequence fed by a source, the way every source's sequence is set up: `make`
   /// builds the source around the sequence's feed, `start` puts it on its loop, and `stop`
-  /// takes it off (once, when the sequence ends, or at once if `start` throws).
+  /// takes it off (once, when the sequence ends, or at once if `start` throws). The
+  /// sequence ends with `loopThreadExited` when `loop`'s thread exits (see ``failure``).
   ///
   /// - Parameters:
   ///   - onDemand: called with the source when the consumer waits on an empty buffer (a
@@ -73,7 +74,7 @@ public final class LoopEvents<Element: Sendable>: AsyncSequence, Sendable {
   /// - Returns: the sequence and its source.
   /// - Throws: what `make` or `start` throws.
   package static func fed<Source: Sendable>(
-    buffering: Buffering,
+    on loop: EventRunLoop, buffering: Buffering,
     by make: (LoopEventFeed<Element>) throws(RunLoopError) -> Source,
     start: (Source) throws(RunLoopError) -> Void,
     stop: @escaping @Sendable (Source) -> Void,
@@ -95,6 +96,7 @@ public final class LoopEvents<Element: Sendable>: AsyncSequence, Sendable {
       if let source = slot.withLock({ $0.take() }) { stop(source) }
       throw error
     }
+    events.endsWithThread(of: loop)
     return (events, source)
   }
 
@@ -115,6 +117,28 @@ public final class LoopEvents<Element: Sendable>: AsyncSequence, Sendable {
   /// if messages.isFinished { print("no longer listening") }
   /// ```
   public var isFinished: Bool { buffer.isFinished }
+
+  /// Why the source ended the sequence, when something went wrong on its side: a
+  /// ``RunLoopError`` with code ``RunLoopError/Code/loopThreadExited`` once the loop's
+  /// thread exited. `nil` while the sequence runs, and when the consumer ended it.
+  ///
+  /// ```swift
+  /// for await tick in ticks { print(tick) }
+  /// if let failure = ticks.failure { print("the ticks ended:", failure) }
+  /// ```
+  public var failure: RunLoopError? { buffer.failure }
+
+  /// Ends the sequence with ``RunLoopError/Code/loopThreadExited`` (see ``failure``) when
+  /// `loop`'s thread exits, or at once when it has exited already. Every source's sequence
+  /// calls it with the loop its source is on.
+  package func endsWithThread(of loop: EventRunLoop) {
+    let buffer = self.buffer
+    let exited: @Sendable () -> Void = {
+      buffer.finish(failure: .loopThreadExited("the thread of the sequence's loop exited"))
+    }
+    guard let token = loop.whenThreadExits(exited) else { return exited() }
+    buffer.whenDone { loop.cancelThreadExitHandler(token) }
+  }
 
   /// The iterator; make one per sequence.
   ///
@@ -198,6 +222,10 @@ final class _LoopEventBuffer<Element: Sendable>: Sendable {
     // The consumer is gone or cancelled: nothing more is delivered.
     var ended = false
     var onEnd: (@Sendable () -> Void)?
+    // Why the source finished it, when it failed.
+    var failure: RunLoopError?
+    // Forgets the loop's exit handler once the sequence is over either way.
+    var onDone: (@Sendable () -> Void)?
   }
   private let state: GuardedState<State>
   private let buffering: LoopEvents<Element>.Buffering
@@ -213,6 +241,17 @@ final class _LoopEventBuffer<Element: Sendable>: Sendable {
   }
 
   var droppedCount: Int { state.withLock { $0.dropped } }
+  var failure: RunLoopError? { state.withLock { $0.failure } }
+
+  /// Runs `body` once the sequence has finished or ended (at once if it has).
+  func whenDone(_ body: @escaping @Sendable () -> Void) {
+    let now = state.withLock { state -> Bool in
+      guard !state.ended, !state.finished else { return true }
+      state.onDone = body
+      return false
+    }
+    if now { body() }
+  }
   var isFinished: Bool { state.withLock { $0.ended || ($0.finished && $0.elements.isEmpty) } }
   var isEmpty: Bool { state.withLock { $0.elements.isEmpty } }
 
@@ -247,12 +286,14 @@ final class _LoopEventBuffer<Element: Sendable>: Sendable {
     return outcome
   }
 
-  func finish() {
-    let waiter = state.withLock { state -> UnsafeContinuation<Element?, Never>? in
+  func finish(failure: RunLoopError? = nil) {
+    let (waiter, onDone) = state.withLock { state in
+      if !state.finished, !state.ended { state.failure = failure }
       state.finished = true
-      return state.elements.isEmpty ? state.waiter.take() : nil
+      return (state.elements.isEmpty ? state.waiter.take() : nil, state.onDone.take())
     }
     waiter?.resume(returning: nil)
+    onDone?()
   }
 
   /// The consumer is gone or cancelled: wakes a waiting `next()` with `nil` and takes the
@@ -260,13 +301,14 @@ final class _LoopEventBuffer<Element: Sendable>: Sendable {
   /// source is off its loop (and outside the lock), so a source that answers for them (a
   /// request's client) knows by then that it stopped.
   func end() {
-    let (waiter, onEnd, left) = state.withLock { state in
+    let (waiter, onEnd, onDone, left) = state.withLock { state in
       state.ended = true
       defer { state.elements = [] }
-      return (state.waiter.take(), state.onEnd.take(), state.elements)
+      return (state.waiter.take(), state.onEnd.take(), state.onDone.take(), state.elements)
     }
     waiter?.resume(returning: nil)
     onEnd?()
+    onDone?()
     withExtendedLifetime(left) {}
   }
 

@@ -29,6 +29,8 @@ struct LoopState {
   var deadlineSources: [any DeadlineSource] = [] { didSet { structureDidChange() } }
   var instruments: [any RunLoopInstrument] = []
   var threadExited = false
+  /// What ends with the thread (see `EventRunLoop.whenThreadExits(_:)`).
+  var exitHandlers = ThreadExitHandlers()
   var mainQueueWatchInstalled = false
   /// The main-queue watch's token, once installed.
   var mainQueueWatchToken: UInt64?

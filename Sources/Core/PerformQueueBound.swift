@@ -23,6 +23,8 @@ struct PerformQueueBound {
   var limit = EventRunLoop.defaultPerformQueueLimit
   /// The most requests that were queued at once.
   var highWater = 0
+  /// The requests that never ran because the loop's thread had exited.
+  var abandoned = 0
   /// The requests waiting for room, in the order they came.
   var line = RequestList()
   /// The blocked threads among the line's producers, by request, each on its own semaphore.

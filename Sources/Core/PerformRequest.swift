@@ -160,11 +160,14 @@ public final class PerformRequest: Sendable {
     done?.signal()
   }
 
-  /// Marks a request that will never run because its loop is gone.
-  func abandon() {
-    guard transition(from: .pending, to: .abandoned) else { return }
+  /// Marks a request that will never run because its loop is gone; returns whether it was
+  /// still pending (a cancelled request is not abandoned).
+  @discardableResult
+  func abandon() -> Bool {
+    guard transition(from: .pending, to: .abandoned) else { return false }
     body = nil
     done?.signal()
+    return true
   }
 
   /// Blocks until the request ended or `deadline` passed; returns the final state, or

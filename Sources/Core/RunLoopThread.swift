@@ -271,6 +271,11 @@ public final class RunLoopThread: Sendable {
   ///   has the original error); ``RunLoopError/Code/invalidState`` for a detached thread, a
   ///   thread never started, a second join, or a join from the thread itself.
   public func join() throws(RunLoopError) {
+    try reap(claimJoin())
+  }
+
+  /// Checks that the thread may be joined, by the caller and once; returns its handle.
+  func claimJoin() throws(RunLoopError) -> pthread_t {
     guard !isDetached else {
       throw .invalidState("thread '\(name)' is detached and cannot be joined")
     }
@@ -285,6 +290,11 @@ public final class RunLoopThread: Sendable {
     guard pthread_equal(handle, pthread_self()) == 0 else {
       throw .invalidState("thread '\(name)' cannot join itself")
     }
+    return handle
+  }
+
+  /// Waits for the thread's end and reports its entry closure's failure.
+  func reap(_ handle: pthread_t) throws(RunLoopError) {
     pthread_join(handle, nil)
     if let failure {
       throw RunLoopError(code: .threadFailed, message: "thread '\(name)' failed: \(failure)")

@@ -24,7 +24,7 @@ extension DescriptorSource {
     ownership: DescriptorOwnership = .borrowed, name: String = "descriptor"
   ) throws(RunLoopError) -> LoopEvents<DescriptorEvents> {
     try LoopEvents<DescriptorEvents>.fed(
-      buffering: .newest(1),
+      on: loop, buffering: .newest(1),
       by: { feed in
         // Pauses the watch until the consumer comes back for more.
         @Sendable func report(_ events: DescriptorEvents, _ source: DescriptorSource) {

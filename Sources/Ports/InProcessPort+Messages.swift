@@ -21,7 +21,7 @@ extension InProcessPort {
     capacity: Int = 1024, buffering: LoopEvents<LoopPortMessage>.Buffering? = nil
   ) throws(RunLoopError) -> (port: InProcessPort, messages: LoopEvents<LoopPortMessage>) {
     let (messages, port) = try LoopEvents<LoopPortMessage>.fed(
-      buffering: buffering ?? .oldest(capacity),
+      on: loop, buffering: buffering ?? .oldest(capacity),
       by: { feed throws(RunLoopError) in
         try InProcessPort(name: name, capacity: capacity) { message in feed.yield(message) }
       },

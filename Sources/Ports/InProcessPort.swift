@@ -35,6 +35,9 @@ import Synchronization
 /// loops keep an added port alive until ``invalidate()``, which also closes its `eventfd`;
 /// an invalidated port is freed once nothing else refers to it.
 ///
+/// The owning loop's thread exiting invalidates the port (its messages could never be
+/// handled): sends then throw ``/RunLoopCore/RunLoopError/Code/loopThreadExited``.
+///
 /// Invalidation tells both sides: every handler registered with
 /// ``onInvalidation(on:_:)`` (the owner's and the senders') runs once, senders waiting for
 /// room throw ``/RunLoopCore/RunLoopError/Code/invalidated``, later sends throw it too, and
@@ -156,14 +159,45 @@ public final class InProcessPort: @unchecked Sendable {
   /// - Throws: ``/RunLoopCore/RunLoopError/Code/invalidated`` after ``invalidate()``;
   ///   ``/RunLoopCore/RunLoopError/Code/alreadyInUse`` when the port belongs to another loop.
   public func add(to loop: EventRunLoop, mode: LoopMode) throws(RunLoopError) {
-    try state.withLock { state throws(RunLoopError) in
-      guard state.valid else { throw .invalidated("port '\(name)' was invalidated") }
+    let first = try state.withLock { state throws(RunLoopError) -> Bool in
+      guard state.valid else { throw gone(state) }
       if let owner = state.owner, owner !== loop {
         throw .alreadyInUse("port '\(name)' belongs to \(owner); it cannot join \(loop)")
       }
-      state.owner = loop
+      defer { state.owner = loop }
+      return state.owner == nil
+    }
+    if first {
+      // The owner's thread exit invalidates the port: its messages could never be handled.
+      let token = loop.whenThreadExits { [weak self] in self?.ownerThreadExited() }
+      guard let token else {
+        ownerThreadExited()
+        throw .loopThreadExited("\(loop)'s thread has exited; port '\(name)' cannot join it")
+      }
+      let keep = state.withLock { state -> Bool in
+        guard state.valid else { return false }
+        state.exitToken = token
+        return true
+      }
+      if !keep { loop.cancelThreadExitHandler(token) }
     }
     try loop.add(watch, mode: mode)
+  }
+
+  /// The owning loop's thread exited: the port is invalidated, and sends (waiting or later)
+  /// throw `loopThreadExited`.
+  private func ownerThreadExited() {
+    state.withLock { state in
+      state.ownerExited = true
+      state.exitToken = nil
+    }
+    invalidate()
+  }
+
+  /// The error for a send to a port that is no longer valid.
+  private func gone(_ state: _PortState) -> RunLoopError {
+    guard state.ownerExited else { return .invalidated("port '\(name)' was invalidated") }
+    return .loopThreadExited("the thread of port '\(name)''s loop exited")
   }
 
   /// Removes the port from `mode` of its loop; queued messages wait until it is added again.
@@ -185,12 +219,14 @@ public final class InProcessPort: @unchecked Sendable {
   ///
   /// - Throws: ``RunLoopCore/RunLoopError/Code/queueFull`` when the queue is still full at
   ///   `deadline` (or at once from the owning loop's thread);
-  ///   ``/RunLoopCore/RunLoopError/Code/invalidated`` when the port is or becomes invalid.
+  ///   ``/RunLoopCore/RunLoopError/Code/invalidated`` when the port is or becomes invalid;
+  ///   ``/RunLoopCore/RunLoopError/Code/loopThreadExited`` when the owning loop's thread
+  ///   exited.
   public func send(_ message: LoopPortMessage, before deadline: ContinuousClock.Instant)
     throws(RunLoopError)
   {
     guard validFlag.load(ordering: .acquiring) else {
-      throw .invalidated("port '\(name)' was invalidated")
+      throw state.withLock { gone($0) }
     }
     if slots.wait(timeout: .now()) != .success {
       try waitForRoom(until: deadline)
@@ -200,8 +236,8 @@ public final class InProcessPort: @unchecked Sendable {
     delivered.receivePort = self
     // Each hop its own: a message sent on again carries no stamp of an earlier send.
     delivered.stamp = CapturedCause.ifTracing()
-    let queued = state.withLock { state -> Bool in
-      guard state.valid else { return false }
+    let queued = state.withLock { state -> RunLoopError? in
+      guard state.valid else { return gone(state) }
       state.queue.append(delivered)
       if !state.notified {
         // Written under the lock: invalidate() closes the eventfd under it too.
@@ -209,13 +245,13 @@ public final class InProcessPort: @unchecked Sendable {
         var one: UInt64 = 1
         _ = write(eventDescriptor, &one, 8)
       }
-      return true
+      return nil
     }
-    guard queued else {
+    if let refused = queued {
       // Give the slot back: a sender waiting for room may need it to learn of the
       // invalidation (invalidate() released one slot per waiting sender).
       slots.signal()
-      throw .invalidated("port '\(name)' was invalidated")
+      throw refused
     }
   }
 
@@ -263,16 +299,19 @@ public final class InProcessPort: @unchecked Sendable {
   /// port.invalidate()
   /// ```
   public func invalidate() {
-    let taken = state.withLock { state -> (Int, [_InvalidationHandler])? in
+    let taken = state.withLock {
+      state -> (Int, [_InvalidationHandler], (EventRunLoop, UInt64)?)? in
       guard state.valid else { return nil }
       state.valid = false
       validFlag.store(false, ordering: .releasing)
       state.discarded += state.queue.count
       state.queue.removeAll()
       defer { state.invalidationHandlers.removeAll() }
-      return (state.waitingSenders, state.invalidationHandlers)
+      let exit = state.owner.flatMap { owner in state.exitToken.take().map { (owner, $0) } }
+      return (state.waitingSenders, state.invalidationHandlers, exit)
     }
-    guard let (waiting, handlers) = taken else { return }
+    guard let (waiting, handlers, exit) = taken else { return }
+    if let (owner, token) = exit { owner.cancelThreadExitHandler(token) }
     // Wake every sender waiting for room; each finds the port invalid.
     for _ in 0..<waiting { slots.signal() }
     watch.invalidate()
@@ -288,7 +327,7 @@ public final class InProcessPort: @unchecked Sendable {
 
   private func waitForRoom(until deadline: ContinuousClock.Instant) throws(RunLoopError) {
     let owner = try state.withLock { state throws(RunLoopError) -> EventRunLoop? in
-      guard state.valid else { throw .invalidated("port '\(name)' was invalidated") }
+      guard state.valid else { throw gone(state) }
       state.waitingSenders += 1
       return state.owner
     }
@@ -298,14 +337,14 @@ public final class InProcessPort: @unchecked Sendable {
     } else {
       acquired = slots.wait(timeout: Self.dispatchTime(at: deadline)) == .success
     }
-    let valid = state.withLock { state -> Bool in
+    let refused = state.withLock { state -> RunLoopError? in
       state.waitingSenders -= 1
-      return state.valid
+      return state.valid ? nil : gone(state)
     }
-    guard valid else {
+    if let refused {
       // The slot may be the one invalidate() released for another waiting sender.
       if acquired { slots.signal() }
-      throw .invalidated("port '\(name)' was invalidated while a send waited")
+      throw refused
     }
     guard acquired else {
       throw .queueFull(
@@ -389,6 +428,10 @@ struct _PortState {
   // Whether invalidate() closed the eventfd.
   var closed = false
   var owner: EventRunLoop?
+  // The owner's thread exited (which invalidated the port): sends throw `loopThreadExited`.
+  var ownerExited = false
+  // The token of the owner's thread-exit handler, until invalidation.
+  var exitToken: UInt64?
   var invalidationHandlers: [_InvalidationHandler] = []
 }
 

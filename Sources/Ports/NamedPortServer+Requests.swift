@@ -51,7 +51,7 @@ extension NamedPortServer {
   ) throws(RunLoopError) -> (server: NamedPortServer, requests: LoopEvents<NamedPortRequest>) {
     guard capacity >= 1 else { throw .invalidArgument("capacity must be at least 1") }
     let (requests, book) = try LoopEvents<NamedPortRequest>.fed(
-      buffering: .oldest(capacity),
+      on: loop, buffering: .oldest(capacity),
       by: { feed throws(RunLoopError) in
         let server = try NamedPortServer(
           name: name, registry: registry, maxMessageSize: maxMessageSize,

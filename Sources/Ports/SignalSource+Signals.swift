@@ -22,7 +22,7 @@ extension SignalSource {
     name: String = "signals", buffering: LoopEvents<ReceivedSignal>.Buffering = .oldest(64)
   ) throws(RunLoopError) -> LoopEvents<ReceivedSignal> {
     try LoopEvents<ReceivedSignal>.fed(
-      buffering: buffering,
+      on: loop, buffering: buffering,
       by: { feed throws(RunLoopError) in
         try SignalSource(signals: signals, name: name) { signal in feed.yield(signal) }
       },

@@ -13,7 +13,8 @@ extension EventRunLoop {
   /// `autoconnect()` does on the first subscriber). A consumer slower than the ticks misses
   /// some: with the default `.newest(1)` it finds the latest tick waiting, and
   /// `LoopEvents.droppedCount` counts the others. Ending the consuming task
-  /// invalidates the timer. On a loop whose thread has exited, the sequence is empty.
+  /// invalidates the timer. When the loop's thread exits, or has exited, the sequence ends
+  /// and its `failure` is `loopThreadExited`.
   ///
   /// ```swift
   /// for await tick in worker.ticks(every: .seconds(1), tolerance: .milliseconds(100)) {
@@ -49,8 +50,8 @@ extension EventRunLoop {
       try add(timer, modes: modes)
     } catch {
       timer.invalidate()
-      feed.finish()
     }
+    ticks.endsWithThread(of: self)
     if ticks.isFinished { timer.invalidate() }
     return ticks
   }
@@ -83,6 +84,8 @@ extension EventRunLoop {
           _ in sleeper.finish(nil)
         }
         guard sleeper.attach(timer) else { return }
+        // The thread's exit drops the timer without firing it: the sleep ends then instead.
+        guard sleeper.endsWithThread(of: self) else { return }
         do {
           try add(timer, modes: modes)
         } catch {
@@ -97,12 +100,16 @@ extension EventRunLoop {
 }
 
 /// The suspended task of a `sleep`, its timer, and whether it was cancelled; resumes the
-/// task exactly once.
+/// task exactly once. The timer's closure holds the sleeper and the sleeper the timer until
+/// the sleep ends (fired, cancelled, or its loop's thread exited): ending it lets go of
+/// both.
 final class _TimerSleeper: Sendable {
   private struct State {
     var continuation: UnsafeContinuation<Void, any Error>?
     var timer: LoopTimer?
     var cancelled = false
+    // The loop and the token of its thread-exit handler, while the sleep lasts.
+    var exitHandler: (loop: EventRunLoop, token: UInt64)?
   }
   private let state = GuardedState(State())
 
@@ -124,6 +131,27 @@ final class _TimerSleeper: Sendable {
     return !cancelled
   }
 
+  /// Ends the sleep with `loopThreadExited` when `loop`'s thread exits; returns `false`
+  /// (and ends it) when the thread has exited already.
+  func endsWithThread(of loop: EventRunLoop) -> Bool {
+    let exited: @Sendable () -> Void = { [self] in
+      let timer = state.withLock { $0.timer }
+      timer?.invalidate()
+      finish(RunLoopError.loopThreadExited("the thread of \(loop) exited during the sleep"))
+    }
+    guard let token = loop.whenThreadExits(exited) else {
+      exited()
+      return false
+    }
+    let over = state.withLock { state -> Bool in
+      guard state.continuation != nil else { return true }
+      state.exitHandler = (loop, token)
+      return false
+    }
+    if over { loop.cancelThreadExitHandler(token) }
+    return !over
+  }
+
   func cancel() {
     let timer = state.withLock { state -> LoopTimer? in
       state.cancelled = true
@@ -135,10 +163,11 @@ final class _TimerSleeper: Sendable {
   }
 
   func finish(_ error: (any Error)?) {
-    let continuation = state.withLock { state in
+    let (continuation, exitHandler) = state.withLock { state in
       state.timer = nil
-      return state.continuation.take()
+      return (state.continuation.take(), state.exitHandler.take())
     }
+    if let exitHandler { exitHandler.loop.cancelThreadExitHandler(exitHandler.token) }
     if let error { continuation?.resume(throwing: error) } else { continuation?.resume() }
   }
 }

@@ -85,7 +85,7 @@ struct AwaitablePerformTests {
     task.cancel()
     await #expect(throws: CancellationError.self) { try await task.value }
     release.store(true, ordering: .releasing)
-    try worker.join()
+    try await worker.join()
     #expect(ran.load(ordering: .relaxed) == false)
   }
 
@@ -149,7 +149,7 @@ struct AwaitablePerformTests {
     try await Task.sleep(for: .milliseconds(50))
     exit.signal()
     // Joining blocks only for the moment the worker takes to exit.
-    try worker.join()
+    try await worker.join()
     await #expect(throws: RunLoopError.loopThreadExited("")) { try await task.value }
   }
 }

@@ -102,11 +102,11 @@ struct LoopJobWakeStressTests {
       }
     }
     watchdog.cancel()
-    try watchdog.join()
+    try await watchdog.join()
     worker.cancel()
     loop.stop()
     loop.wakeUp()
-    try worker.join()
+    try await worker.join()
     #expect(stalls.load(ordering: .relaxed) == 0)
     #expect(progress.load(ordering: .relaxed) == rounds)
     if lateResumes.load(ordering: .relaxed) > 0 {

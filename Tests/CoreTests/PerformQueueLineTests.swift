@@ -140,7 +140,7 @@ struct PerformQueueLineTests {
     }
     #expect(await eventuallyAsync { loop.performRequestsWaitingForRoom == 6 })
     exit.store(true, ordering: .releasing)
-    try worker.join()
+    try await worker.join()
     var exited = 0
     for task in tasks {
       do {
