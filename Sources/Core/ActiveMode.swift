@@ -9,8 +9,9 @@
 package struct ActiveMode: Sendable, Equatable {
   /// The mode the run is in; never ``LoopMode/common``.
   package let mode: LoopMode
-  /// Whether ``mode`` is one of the loop's common modes.
-  package let isCommon: Bool
+  /// Whether ``mode`` is one of the loop's common modes. Only the run changes it, as a pass
+  /// begins (see the type's description).
+  package internal(set) var isCommon: Bool
 
   package init(mode: LoopMode, isCommon: Bool) {
     self.mode = mode

@@ -1,79 +1,83 @@
 /// The passes of one run, following the guide's "The Run Loop Sequence of Events". Steps 1
-/// and 10 (entry and exit) are in `runSpecific`; each loop of `runPasses` is steps 2 to 9.
+/// and 10 (entry and exit) are in `runSpecific`; each loop of `runPasses` is steps 2 to 9,
+/// one call per step, with the bookkeeping between them in `beginPass` and `endWait`.
 ///
 /// Everything here runs on the loop's thread. What a step reads from the shared state comes
 /// from `self[passIn: mode]` (a ``PassSnapshot`` that is current whenever it is read: a
 /// call-out between two steps may have changed anything).
 extension EventRunLoop {
-  func runPasses(_ runMode: ActiveMode, depth: Int, plan: RunPlan) -> RunResult {
+  func runPasses(_ active: inout ActiveMode, depth: Int, plan: RunPlan) -> RunResult {
     assertOnLoopThread()
-    var active = runMode
     let buffer = poller.buffer(depth: depth)
     // A zero-timeout run begun where wake-ups are dropped stays there (see `runSpecific`).
     let staysIgnoring = plan.neverBlocks && local.ignoringWakeUps
     while true {
-      local.iteration &+= 1
-      // The mode may have joined the common modes since the last pass.
-      if self[passIn: active.mode].isCommon != active.isCommon {
-        active = ActiveMode(mode: active.mode, isCommon: !active.isCommon)
-      }
-      // Wake-ups count again.
-      if !staysIgnoring {
-        local.ignoringWakeUps = false
-        if wakeState.passBegins() { wakeForWhatADroppedWakeUpAnnounced(active) }
-      }
-      if self[passIn: active.mode].hasHeldWatches { restoreHeldWatches(active) }
-      if local.mainQueueDrains > 0 { holdMainQueueWatchWhileDraining() }
-
-      // Step 2: notify observers that ready timers are about to fire.
-      notify(.beforeTimers)
-      // Step 3: notify observers that custom sources are about to fire.
-      notify(.beforeSources)
-      runPerformRequests(active)
-      // Step 4: fire ready custom (version 0) sources.
+      beginPass(&active, staysIgnoring: staysIgnoring)
+      notify(.beforeTimers)  // Step 2
+      notify(.beforeSources)  // Step 3
+      runBlocksAndJobs(active)
+      // Step 4
       var sourceHandled = fireCustomSources(active, onlyFirst: plan.returnAfterSourceHandled)
-      if sourceHandled { runPerformRequests(active) }
-
+      if sourceHandled { runBlocksAndJobs(active) }
       // A pass that handled a source, or a zero-timeout run, does not block: it takes the
       // events that are there, and tells observers about no sleep.
       let mayBlock = !sourceHandled && !plan.neverBlocks
-      var eventCount = 0
-      // Step 5: a ready port-based source is handled at once, skipping the sleep.
-      var woken = false
-      if mayBlock, self[passIn: active.mode].hasWatches,
-        let ready = readyPortEvents(into: buffer, woken: &woken)
-      {
-        eventCount = ready
-        startIgnoringWakeUps()
+      let eventCount: Int
+      let port = mayBlock ? handleReadyPort(active, into: buffer) : .notReady  // Step 5
+      if case .ready(let count) = port {
+        eventCount = count
+        endWait()
       } else {
-        // Step 6: notify observers that the thread is about to sleep.
-        if mayBlock { notify(.beforeWaiting) }
-        // Step 7: sleep until a descriptor, a timer, the timeout or a wake-up (one that step 5
-        // already took means there is no sleep: the pass only takes the events there are).
+        if mayBlock { notify(.beforeWaiting) }  // Step 6
+        // Step 7, without sleeping when the pass may not block or step 5 took a wake-up.
         eventCount =
-          mayBlock && !woken
+          mayBlock && port != .woken
           ? sleep(active, plan: plan, buffer: buffer)
           : pollEvents(in: active, takingWakeUp: !staysIgnoring, into: buffer)
-        // From here until the next pass begins, wake-ups are dropped (see `WakeState`).
-        startIgnoringWakeUps(afterTaking: eventCount, in: buffer)
-        // Step 8: notify observers that the thread woke.
-        if mayBlock { notify(.afterWaiting) }
+        endWait(afterTaking: eventCount, in: buffer)
+        if mayBlock { notify(.afterWaiting) }  // Step 8
       }
-
-      // Step 9: process what woke the loop, then go back to step 2 unless the run is over. A
-      // pass that took no event and has no deadline source to look at has nothing to process.
+      // Step 9
       let skipPorts = sourceHandled && plan.returnAfterSourceHandled
-      if eventCount > 0 || !self[passIn: active.mode].deadlineSources.isEmpty,
-        handleEvents(eventCount, in: buffer, active: active, plan: plan, skipPorts: skipPorts)
-      {
+      if handleEvents(eventCount, in: buffer, active: active, plan: plan, skipPorts: skipPorts) {
         sourceHandled = true
       }
-      runPerformRequests(active)
-
+      runBlocksAndJobs(active)
       if let result = exitReason(active, plan: plan, sourceHandled: sourceHandled) {
         return result
       }
     }
+  }
+
+  /// The bookkeeping before step 2: counts the pass, makes the mode again if it joined the
+  /// common modes since the last pass, lets wake-ups count again (with the check a dropped
+  /// one is owed), and puts back the watches held out of the `epoll` set for this mode.
+  // Always inlined: it is apart from the pass for reading only, and every pass runs it.
+  @inline(__always)
+  private func beginPass(_ active: inout ActiveMode, staysIgnoring: Bool) {
+    local.iteration &+= 1
+    if !staysIgnoring {
+      local.ignoringWakeUps = false
+      if wakeState.passBegins() { wakeForWhatADroppedWakeUpAnnounced(active) }
+    }
+    // The checks here, not in the callees: the usual pass pays a load and a branch for
+    // each, not a call.
+    if self[passIn: active.mode].asksMoreOfAPass(in: active) { setUpPass(&active) }
+    if local.mainQueueDrains > 0 { holdMainQueueWatchWhileDraining() }
+  }
+
+  /// The rest of ``beginPass(_:staysIgnoring:)``, for a pass that needs it.
+  private func setUpPass(_ active: inout ActiveMode) {
+    active.isCommon = self[passIn: active.mode].isCommon
+    if self[passIn: active.mode].hasHeldWatches { restoreHeldWatches(active) }
+  }
+
+  /// Blocks and jobs: the perform requests queued for `active` before this call, in FIFO
+  /// order, then the Swift concurrency jobs queued for it (steps 3, 4 and 9). Each takes the
+  /// lock only when something is queued.
+  private func runBlocksAndJobs(_ active: ActiveMode) {
+    runPerformRequests(active)
+    runJobs(active)
   }
 
   /// A wake-up dropped while the loop was not looking announced nothing a pass will not
@@ -105,16 +109,17 @@ extension EventRunLoop {
     return nil
   }
 
-  /// The loop has its events: wake-ups are dropped until the next pass begins.
-  private func startIgnoringWakeUps() {
+  /// The bookkeeping after step 5 found a ready port: the loop has its events, and wake-ups
+  /// are dropped until the next pass begins (see `WakeState`).
+  private func endWait() {
     local.ignoringWakeUps = true
     wakeState.startIgnoring()
   }
 
-  /// The same after step 7's sleep took `count` events into `buffer`. When they hold the
-  /// wake-up's event, the wake state learns both facts at once (see
+  /// The same after step 7 took `count` events into `buffer`. When they hold the wake-up's
+  /// event, the wake state learns both facts at once (see
   /// ``WakeState/eventTakenWhileIgnoring()``), before any call-out.
-  private func startIgnoringWakeUps(afterTaking count: Int, in buffer: UnsafeMutableRawPointer) {
+  private func endWait(afterTaking count: Int, in buffer: UnsafeMutableRawPointer) {
     local.ignoringWakeUps = true
     if count > 0, tookWakeEvent(count, in: buffer) { return }
     wakeState.startIgnoring()
@@ -168,11 +173,23 @@ extension EventRunLoop {
     return performSignalledSources(active, onlyFirst: onlyFirst)
   }
 
-  /// Step 5: checks without blocking whether a version-1 source is ready. Returns the
-  /// number of events when one is; otherwise the events stay pending for the sleep (level-
-  /// triggered descriptors report again), except a wake-up: its eventfd is edge-triggered,
-  /// so it is taken here, and `woken` tells the sleep not to block.
-  private func readyPortEvents(into buffer: UnsafeMutableRawPointer, woken: inout Bool) -> Int? {
+  /// What step 5 found.
+  enum PortCheck: Equatable {
+    /// A version-1 source is ready: `count` events are in the buffer, and step 9 handles them.
+    case ready(count: Int)
+    /// None is ready, but a wake-up was taken: step 7 does not sleep.
+    case woken
+    case notReady
+  }
+
+  /// Step 5: checks without blocking whether a version-1 source is ready (only when the
+  /// mode watches a descriptor). When none is, the events stay pending for the sleep
+  /// (level-triggered descriptors report again), except a wake-up: its eventfd is
+  /// edge-triggered, so it is taken here, and step 7 does not block.
+  private func handleReadyPort(_ active: ActiveMode, into buffer: UnsafeMutableRawPointer)
+    -> PortCheck
+  {
+    guard self[passIn: active.mode].hasWatches else { return .notReady }
     let count = poller.wait(into: buffer, block: false)
     var sawWake = false
     var sawPort = false
@@ -185,9 +202,8 @@ extension EventRunLoop {
       wakeState.eventTaken()
       local.wakeUpsTaken &+= 1
     }
-    if sawPort { return count }
-    woken = sawWake
-    return nil
+    if sawPort { return .ready(count: count) }
+    return sawWake ? .woken : .notReady
   }
 
   /// Step 7 in a pass that does not sleep (it handled a source, or its run never blocks):
@@ -217,21 +233,10 @@ extension EventRunLoop {
 
   /// Step 7: sleeps until the earliest of the run's deadline and the deadline sources'
   /// deadlines, an event, or a wake-up. Returns the number of events; the caller tells the
-  /// wake state at once whether they hold the wake-up's.
+  /// wake state at once whether they hold the wake-up's. A wake-up noted during the pass
+  /// means there is no sleep: the pass takes the events there are (see
+  /// `readyEvents(in:into:)`), and neither the deadline nor the timerfd is looked at.
   private func sleep(_ active: ActiveMode, plan: RunPlan, buffer: UnsafeMutableRawPointer) -> Int {
-    guard refreshInstruments().contains(.sleeps) else {
-      return wait(active, plan: plan, buffer: buffer)
-    }
-    let start = LoopClock.now()
-    let count = wait(active, plan: plan, buffer: buffer)
-    reportSleep(from: start, to: LoopClock.now())
-    return count
-  }
-
-  /// The sleep itself. A wake-up noted during the pass means there is none: the pass takes
-  /// the events there are (see `readyEvents(in:into:)`), and neither the deadline nor the
-  /// timerfd is looked at.
-  private func wait(_ active: ActiveMode, plan: RunPlan, buffer: UnsafeMutableRawPointer) -> Int {
     if wakeState.takeNote() {
       local.wakeUpsTaken &+= 1
       return readyEvents(in: active, into: buffer)
@@ -242,7 +247,13 @@ extension EventRunLoop {
     // for (an old expiry is drained when `epoll` reports it).
     let onSleepWord = deadline == nil && !self[passIn: active.mode].hasWatches
     if !onSleepWord { poller.arm(nanoseconds: deadline) }
-    return blockingWait(into: buffer, onSleepWord: onSleepWord)
+    guard refreshInstruments().contains(.sleeps) else {
+      return blockingWait(into: buffer, onSleepWord: onSleepWord)
+    }
+    let start = LoopClock.now()
+    let count = blockingWait(into: buffer, onSleepWord: onSleepWord)
+    reportSleep(from: start, to: LoopClock.now())
+    return count
   }
 
   /// The earliest of `runDeadline` and the deadline sources' next deadlines in `active`.
@@ -257,8 +268,19 @@ extension EventRunLoop {
   }
 
   /// Step 9: handles wake-ups, timers and ready descriptors. Returns whether a source was
-  /// handled (descriptors count; timers and wake-ups never do).
+  /// handled (descriptors count; timers and wake-ups never do). A pass that took no event
+  /// and has no deadline source to look at has nothing to process: the check is here, in
+  /// a function the pass inlines, so that such a pass makes no call.
   private func handleEvents(
+    _ count: Int, in buffer: UnsafeMutableRawPointer, active: ActiveMode, plan: RunPlan,
+    skipPorts: Bool
+  ) -> Bool {
+    guard count > 0 || !self[passIn: active.mode].deadlineSources.isEmpty else { return false }
+    return handleEventsAndDeadlines(
+      count, in: buffer, active: active, plan: plan, skipPorts: skipPorts)
+  }
+
+  private func handleEventsAndDeadlines(
     _ count: Int, in buffer: UnsafeMutableRawPointer, active: ActiveMode, plan: RunPlan,
     skipPorts: Bool
   ) -> Bool {

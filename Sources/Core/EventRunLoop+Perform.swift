@@ -230,14 +230,12 @@ extension EventRunLoop {
     if moved { wakeState.request() }
   }
 
-  /// Runs every perform request for `active` queued before this call, in FIFO order (steps 3,
-  /// 4 and 9), then the Swift concurrency jobs queued for it (see `runJobs(_:)`). Takes
-  /// the lock only when something is queued.
+  /// Runs every perform request for `active` queued before this call, in FIFO order (the
+  /// blocks of "blocks and jobs", steps 3, 4 and 9). Takes the lock only when something is
+  /// queued.
   func runPerformRequests(_ active: ActiveMode) {
-    if published.performCount.load(ordering: .sequentiallyConsistent) > 0 {
-      runQueuedRequests(active)
-    }
-    runJobs(active)
+    guard published.performCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
+    runQueuedRequests(active)
   }
 
   /// Out of line, like the other slow paths of a pass (see Docs/Performance.md, "What the

@@ -136,10 +136,11 @@ extension EventRunLoop {
     assertOnLoopThread()
     if isMain { installMainQueueWatchIfNeeded() }
     let depth = beginRun(mode: mode)
-    let active = ActiveMode(mode: mode, isCommon: self[passIn: mode].isCommon)
+    let facts = self[passIn: mode].runStart
+    var active = ActiveMode(mode: mode, isCommon: facts.isCommon)
     // An empty mode returns before any observer hears anything, as CFRunLoop does. A mode
     // with sources or watches is not empty: that, the usual case, is told here without a call.
-    if !self[passIn: mode].hasSourcesOrWatches, modeIsEmpty(active) {
+    if !facts.hasSourcesOrWatches, modeIsEmpty(active) {
       endRun(depth: depth)
       return .finished
     }
@@ -160,7 +161,7 @@ extension EventRunLoop {
     // as in CFRunLoop.
     let result =
       runs.takeStopRequest()
-      ? .stopped : runPasses(active, depth: depth, plan: plan)
+      ? .stopped : runPasses(&active, depth: depth, plan: plan)
     notify(.exit)  // Step 10
     if let start, wakeState.runEnds(beganIn: start) {
       wakeState.request()

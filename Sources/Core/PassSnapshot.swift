@@ -25,6 +25,16 @@ struct PassSnapshot {
 
   /// Whether the mode has custom sources or descriptor watches: such a mode is not empty.
   var hasSourcesOrWatches: Bool { hasSources || hasWatches }
+
+  /// What a run in ``mode`` reads as it begins, in one read of the snapshot.
+  var runStart: (isCommon: Bool, hasSourcesOrWatches: Bool) { (isCommon, hasSourcesOrWatches) }
+
+  /// Whether a pass in `active` has more to do as it begins than count itself: put back
+  /// watches held out of the `epoll` set, or make its mode again (it joined or left the
+  /// common modes).
+  func asksMoreOfAPass(in active: ActiveMode) -> Bool {
+    hasHeldWatches || isCommon != active.isCommon
+  }
 }
 
 /// The loop thread's latest snapshot. Only this file reads it.
