@@ -1,5 +1,21 @@
 /// The state of a loop that every thread may touch, guarded by `EventRunLoop.state`.
 ///
+/// A loop's state has two domains. What only its thread touches is `EventRunLoop.local`
+/// (`LoopThreadState`: no lock, no atomics). What other threads share is here, under this
+/// one lock, with a few facts published as atomics for lock-free reads on the pass's path
+/// (`PublishedState`, the wake state, `ActiveRuns`). The locks a loop's code takes, in the
+/// only order they nest (a lock is taken only while holding locks above it in the table):
+///
+/// | Order | Lock | Guards | Held while taking |
+/// |---|---|---|---|
+/// | 1 | `EventRunLoop.state` | modes, sources, watches, queues, deadline sources | a source's or a watch's lock, the signal inbox's |
+/// | 2 | `CustomInputSource`'s own | the loops and modes it is scheduled in | the signal inbox's |
+/// | 2 | `DescriptorWatch`'s list of loops | the loops it is registered with | nothing |
+/// | 3 | `SignalInbox`'s entries | the loop's signalled sources | nothing |
+///
+/// No user call-out runs under any of them, and the loop calls deadline sources with no
+/// lock held.
+///
 /// Each change to what a pass reads (modes, sources, watches, deadline sources, held
 /// descriptors) goes through ``structureDidChange()``, which moves `published.structure`
 /// on, so the loop thread can keep its ``PassSnapshot`` for as long as the number has not
