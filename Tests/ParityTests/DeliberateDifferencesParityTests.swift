@@ -100,19 +100,25 @@ struct DeliberateDifferencesParityTests {
     #expect(traces.ours == pass + ["result:finished", "before the timeout"])
   }
 
+  /// Adds a one-shot timer 50 ms out and an observer `o` that invalidates it at the first
+  /// `beforeWaiting`, so the loop goes to sleep with the timer gone.
+  static func addTimerInvalidatedBeforeItsDate(to loop: any ParityLoop) {
+    let timer = loop.timer("t", after: 0.05, every: nil) { _ in }
+    loop.add(timer, mode: "default")
+    let once = Shared(true)
+    let canceller = loop.observer("o", activities: [.beforeWaiting], repeats: true, order: 0) {
+      _, _ in if once.first() { loop.invalidate(timer) }
+    }
+    loop.add(canceller, mode: "default")
+  }
+
   /// Difference (a CF defect on Linux): CF keeps its timerfd armed for a timer invalidated
   /// before its date, so it wakes at that date for nothing and makes an empty pass; ours
   /// disarms, and sleeps on to the timeout.
   @Test func invalidatedTimersDateMakesAnEmptyPassInCFOnly() {
     let traces = Parity.run { loop in
       loop.add(loop.source("keep"), mode: "default")
-      let timer = loop.timer("t", after: 0.05, every: nil) { _ in }
-      loop.add(timer, mode: "default")
-      let once = Shared(true)
-      let canceller = loop.observer("o", activities: [.beforeWaiting], repeats: true, order: 0) {
-        _, _ in if once.first() { loop.invalidate(timer) }
-      }
-      loop.add(canceller, mode: "default")
+      Self.addTimerInvalidatedBeforeItsDate(to: loop)
       loop.run(0.3)
     }
     let pass = ["beforeTimers", "beforeSources", "beforeWaiting", "observer:o", "afterWaiting"]
@@ -125,13 +131,7 @@ struct DeliberateDifferencesParityTests {
   /// wake it and returns `timedOut` at the timeout.
   @Test func invalidatedOnlyTimerEndsCFsRunEarlyAtItsDate() {
     let traces = Parity.run { loop in
-      let timer = loop.timer("t", after: 0.05, every: nil) { _ in }
-      loop.add(timer, mode: "default")
-      let once = Shared(true)
-      let canceller = loop.observer("o", activities: [.beforeWaiting], repeats: true, order: 0) {
-        _, _ in if once.first() { loop.invalidate(timer) }
-      }
-      loop.add(canceller, mode: "default")
+      Self.addTimerInvalidatedBeforeItsDate(to: loop)
       let start = loop.now()
       loop.run(0.5)
       loop.mark(loop.now() - start < 0.4 ? "before the timeout" : "at the timeout")
