@@ -57,20 +57,15 @@ struct _PackedSchedule {
     set {
       let (key, fraction) = _TimerClock.keyAndFraction(of: newValue.date)
       self.key = key
-      let inlineInterval = newValue.interval.flatMap(_TimerClock.smallNanoseconds)
       // `attoseconds` compiles to integer compares; `Duration`'s own `==` is a library call.
-      if extras == nil, newValue.tolerance.attoseconds == 0, fraction != nil {
-        switch (newValue.interval, inlineInterval) {
-        case (nil, _) where fraction == 0:
-          word = 0
+      if extras == nil, newValue.tolerance.attoseconds == 0, let fraction {
+        if newValue.interval == nil {
+          word = fraction == 0 ? 0 : fraction << 2 | Self.fractionTag
           return
-        case (nil, _):
-          word = fraction! << 2 | Self.fractionTag
-          return
-        case (_, let nanoseconds?) where fraction == 0:
+        }
+        if fraction == 0, let nanoseconds = _TimerClock.smallNanoseconds(newValue.interval!) {
           word = UInt(nanoseconds) << 1 | Self.intervalTag
           return
-        default: break
         }
       }
       let extras = ensureExtras(interval: newValue.interval)

@@ -47,6 +47,17 @@ enum _TimerClock {
   /// the key is exact, else the attoseconds past the nanosecond before the key
   /// (`offset == key - 1 ns + fraction`), or `nil` when the key is saturated.
   static func keyAndFraction(of offset: Duration) -> (key: Int64, fraction: UInt?) {
+    // Every date of a timer made this side of the origin and within about 292 years of it:
+    // one 128-by-64-bit division, without the general conversion's rounding-rule enum (a
+    // type of the standard library, whose every use looks up its metadata).
+    let attoseconds = offset.attoseconds
+    if attoseconds >= 0, attoseconds >> 64 < 1_000_000_000 {
+      let (quotient, remainder) = UInt64(1_000_000_000).dividingFullWidth(
+        (UInt64(truncatingIfNeeded: attoseconds >> 64), UInt64(truncatingIfNeeded: attoseconds)))
+      if quotient < UInt64(Int64.max) {
+        return remainder == 0 ? (Int64(quotient), 0) : (Int64(quotient) + 1, UInt(remainder))
+      }
+    }
     let (key, exact) = key(of: offset)
     if exact { return (key, 0) }
     guard key != .max, key != .min else { return (key, nil) }

@@ -76,12 +76,9 @@ let allSuites: [Suite] = [
       }
       let values = medians(samples) { $0 }
       let (ours, libuv) = (values[.ours]!, values[.libuv]!)
+      // Issue 24: at least as fast as libuv at both counts, on every host.
       let (target, pass): (String, Bool?) =
-        switch count {
-        case 100_000: ("<= libuv", ours <= libuv)
-        case 10_000: ("<= 2x libuv", ours <= 2 * libuv)
-        default: ("report", nil)
-        }
+        count >= 10_000 ? ("<= libuv", ours <= libuv) : ("report", nil)
       report.add(
         ResultRow(
           work: "schedule+cancel, \(count / 1000)k timers", unit: "ns/timer", values: values,
