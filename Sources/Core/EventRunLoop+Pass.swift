@@ -6,11 +6,13 @@
 /// from `self[passIn: mode]` (a ``PassSnapshot`` that is current whenever it is read: a
 /// call-out between two steps may have changed anything).
 extension EventRunLoop {
-  func runPasses(_ active: inout ActiveMode, depth: Int, plan: RunPlan) -> RunResult {
+  /// `staysIgnoring`: the run never blocks and began where wake-ups are dropped, and stays
+  /// there (see `runSpecific`).
+  func runPasses(
+    _ active: inout ActiveMode, depth: Int, plan: RunPlan, staysIgnoring: Bool
+  ) -> RunResult {
     assertOnLoopThread()
     let buffer = poller.buffer(depth: depth)
-    // A zero-timeout run begun where wake-ups are dropped stays there (see `runSpecific`).
-    let staysIgnoring = plan.neverBlocks && local.ignoringWakeUps
     while true {
       beginPass(&active, staysIgnoring: staysIgnoring)
       notify(.beforeTimers)  // Step 2

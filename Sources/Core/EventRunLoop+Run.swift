@@ -161,7 +161,7 @@ extension EventRunLoop {
     // as in CFRunLoop.
     let result =
       runs.takeStopRequest()
-      ? .stopped : runPasses(&active, depth: depth, plan: plan)
+      ? .stopped : runPasses(&active, depth: depth, plan: plan, staysIgnoring: staysIgnoring)
     notify(.exit)  // Step 10
     if let start, wakeState.runEnds(beganIn: start) {
       wakeState.request()
