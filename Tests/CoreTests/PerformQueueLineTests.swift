@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Glibc
 import RunLoopCore
 import RunLoopTestSupport
@@ -28,16 +29,26 @@ struct PerformQueueLineTests {
     let thread = try heldFullLoop(limit: 100, gate: gate)
     defer { stopLoopThread(thread) }
     let loop = thread.runLoop
+    let ticks = Atomic<Int>(0)
     // Opens the gate if the pool froze (the test could not open it itself then): the
-    // expectation below tells that case apart instead of hanging.
+    // expectation below tells that case apart instead of hanging. A frozen pool is one whose
+    // ticker has not ticked for 15 s; a slow machine still ticks, so it is never rescued.
     let rescued = Atomic<Bool>(false)
     let openedByTest = Atomic<Bool>(false)
-    DispatchQueue.global().asyncAfter(deadline: .now() + 60) {
+    let rescuer = Thread {
+      var last = -1
+      var stillSeconds = 0
+      while !openedByTest.load(ordering: .acquiring) && stillSeconds < 15 {
+        sleep(1)
+        let now = ticks.load(ordering: .relaxed)
+        stillSeconds = now == last ? stillSeconds + 1 : 0
+        last = now
+      }
       guard !openedByTest.load(ordering: .acquiring) else { return }
       rescued.store(true, ordering: .releasing)
       gate.signal()
     }
-    let ticks = Atomic<Int>(0)
+    rescuer.start()
     let ticker = Task {
       while !Task.isCancelled {
         try? await Task.sleep(for: .milliseconds(1))
