@@ -5,7 +5,9 @@
 # systemd-journal-remote), librsvg2-bin (rsvg-convert, to look at timelines as PNG), tmux
 # (the demo's countdown and top tests drive a terminal), and libuv1-dev and libglib2.0-dev
 # (the peers that the Benchmarks package measures; it takes sd-event from libsystemd-dev),
-# and spin (the model checker scripts/check-models.sh runs on Models/).
+# spin (the model checker scripts/check-models.sh runs on Models/), logrotate (the log
+# rotation tests rotate the demo's JSON log with it) and strace (scripts/fault-inject.sh
+# injects system-call failures with it).
 # Does nothing when all are present.
 set -euo pipefail
 
@@ -19,6 +21,8 @@ dpkg -s libglib2.0-dev >/dev/null 2>&1 || missing+=(libglib2.0-dev)
 [ -x /lib/systemd/systemd-journal-remote ] || missing+=(systemd-journal-remote)
 command -v rsvg-convert >/dev/null 2>&1 || missing+=(librsvg2-bin)
 command -v spin >/dev/null 2>&1 || missing+=(spin)
+[ -x /usr/sbin/logrotate ] || missing+=(logrotate)
+command -v strace >/dev/null 2>&1 || missing+=(strace)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

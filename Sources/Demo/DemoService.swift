@@ -43,6 +43,8 @@ final class DemoService: @unchecked Sendable {
 
   /// The exit status when the JSON log lost records (EX_IOERR of sysexits.h).
   static let incompleteLogStatus: Int32 = 74
+  /// The exit status when another process writes the JSON log (EX_CANTCREAT).
+  static let logInUseStatus: Int32 = 73
 
   /// The mode of the critical section: a common mode, so timers, ports and signals in the
   /// common modes go on; the low-priority source is not in it and waits.
@@ -90,7 +92,13 @@ final class DemoService: @unchecked Sendable {
     // A reader that goes away (`runloop-demo run | head -1`) ends the run like SIGTERM: with
     // SIGPIPE ignored the next write fails with EPIPE, see say(_:).
     signal(SIGPIPE, SIG_IGN)
-    let jsonSink = try openJSONLog()
+    let jsonSink: JSONLinesSink
+    do {
+      jsonSink = try openJSONLog()
+    } catch let error as RunLoopError where error.code == .alreadyInUse {
+      StandardStreams.error("runloop-demo: cannot write the JSON log: \(error.message)")
+      return Self.logInUseStatus
+    }
     var sinks: [any TraceSink] = [jsonSink]
     var journal: PerLoopJournal?
     if options.journal {
@@ -138,6 +146,14 @@ final class DemoService: @unchecked Sendable {
     mainLoop.addCommonMode(Self.critical)
     let signals = try SignalSource(signals: [SIGTERM, SIGINT, SIGHUP], name: "signals") {
       [self] received in
+      // A daemon's SIGHUP means "reopen your log" (after logrotate renamed it).
+      guard received.signal != SIGHUP else {
+        say(
+          "\(stamp()) SIGHUP from pid \(received.senderPID): reopening the JSON log at "
+            + options.jsonLogPath)
+        jsonSink.reopen()
+        return
+      }
       requestShutdown("\(Self.signalName(received.signal)) from pid \(received.senderPID)")
     }
     try signals.add(to: mainLoop, mode: .common)
@@ -270,6 +286,8 @@ final class DemoService: @unchecked Sendable {
     while true {
       do {
         return try JSONLinesSink(path: path)
+      } catch let error where error.code == .alreadyInUse {
+        throw error
       } catch let error where error.systemError == ENXIO {
         if let signal = Self.pendingStopSignal() {
           throw DemoError(
@@ -331,6 +349,18 @@ final class DemoService: @unchecked Sendable {
     }
     if statistics.fileRemoved {
       problems.append("the file was deleted during the run, taking its records with it")
+    }
+    if statistics.truncations > 0 {
+      problems.append(
+        "another process truncated it \(statistics.truncations) "
+          + "time\(statistics.truncations == 1 ? "" : "s"), taking \(statistics.recordsTruncated) "
+          + "records (a copytruncate rotation copied them first, less those written between "
+          + "its copy and its truncation; use a rename rotation and SIGHUP to lose none)")
+    }
+    if statistics.foreignBytes > 0 {
+      problems.append(
+        "another process wrote \(statistics.foreignBytes) bytes to it: the log is not this "
+          + "run's alone")
     }
     return "runloop-demo: the JSON log '\(path)' is incomplete: "
       + "\(statistics.recordsWritten) records written, " + problems.joined(separator: "; ")

@@ -16,15 +16,18 @@ struct RunCommand: ParsableCommand {
         4. Once, the main loop runs a nested run in a custom mode, "critical": timers,
            ports and signals (in the common modes) go on; the low-priority "progress"
            source, in the default mode only, is held until the loop is back in default.
-        5. On SIGTERM/SIGINT/SIGHUP (read through a signalfd on the main loop), when
+        5. On SIGTERM/SIGINT (read through a signalfd on the main loop), when
            standard output's reader goes away (`run | head -1`), or at --duration, the
            loops stop, the threads are joined, the logs are written out (within
            --shutdown-timeout for all of them together), and a table shows each loop's
            iterations, time asleep, call-outs, timer lateness and journald drops.
 
+      SIGHUP reopens the JSON log (after a rotation renamed it) and the run goes on.
+
       Exit status: 0 when the JSON log is complete; 74 when it lost records (a full disk,
-      a failed write, a file deleted during the run, a reader too slow for the shutdown
-      bound), with the figures on standard error; 1 for other errors, 64 for bad flags.
+      a failed write, a file deleted or truncated during the run, a reader too slow for the
+      shutdown bound), with the figures on standard error; 73 when another process writes
+      the log; 1 for other errors, 64 for bad flags.
 
       Every activity, call-out and sleep of every loop goes to the JSON log (complete)
       and to journald (best effort). Find this run's records with:

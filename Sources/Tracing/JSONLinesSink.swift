@@ -48,8 +48,21 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
   private let writer: _WriterThread<_TraceItem>
   private let sources: _TraceSources
 
-  /// Creates (or truncates, or with `append` extends) the file at `path` and starts the
-  /// writer thread.
+  /// Creates (or truncates, or with `append` extends) the file at `path`, locks it and starts
+  /// the writer thread.
+  ///
+  /// Every write appends (`O_APPEND`) whole lines: when someone truncates the file during
+  /// the run (logrotate's `copytruncate`, `truncate -s 0`), the next line lands at the new
+  /// end, not at the old offset behind a hole of NUL bytes. The writer compares the file's
+  /// size with what it wrote before each write and at close: a shorter file is counted in
+  /// ``JSONLinesSinkStatistics/truncations`` with the records it took, a longer one in
+  /// ``JSONLinesSinkStatistics/foreignBytes``. After a rotation that renames the file,
+  /// ``reopen()`` moves the sink to a new file at `path`.
+  ///
+  /// A regular file is locked (`flock(2)`, exclusive) for as long as the sink writes it, and
+  /// the lock is taken before the file is truncated: a second sink given the same path, in
+  /// this process or another, throws ``/RunLoopCore/RunLoopError/Code/alreadyInUse`` and
+  /// leaves the first one's file alone, instead of two runs interleaving in one log.
   ///
   /// The file is opened without blocking: `path` may name a FIFO, and opening a FIFO for
   /// writing would otherwise wait, uninterruptibly for a program that blocks its signals,
@@ -62,7 +75,8 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
   ///   - append: add to the file instead of truncating it.
   ///   - closeTimeout: how long ``close()`` waits for the writer.
   /// - Throws: ``/RunLoopCore/RunLoopError/Code/systemCallFailed`` when the file cannot be
-  ///   opened (`ENXIO`: a FIFO nobody reads).
+  ///   opened (`ENXIO`: a FIFO nobody reads); ``/RunLoopCore/RunLoopError/Code/alreadyInUse``
+  ///   when another sink writes it.
   ///
   /// ```swift
   /// let sink = try JSONLinesSink(path: "trace.jsonl", append: true)
@@ -70,20 +84,7 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
   public convenience init(path: String, append: Bool = false, closeTimeout: Duration = .seconds(10))
     throws(RunLoopError)
   {
-    let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (append ? O_APPEND : O_TRUNC)
-    let descriptor = open(path, flags, 0o644)
-    guard descriptor >= 0 else {
-      let error = errno
-      guard error == ENXIO else { throw RunLoopError.systemCall("open(\(path))", errno: error) }
-      throw RunLoopError(
-        code: .systemCallFailed,
-        message: "open(\(path)) failed: it is a FIFO and no process has it open for reading "
-          + "(errno \(error))",
-        systemError: error)
-    }
-    // Writes block again: the writer thread is there to wait for slow readers.
-    let status = fcntl(descriptor, F_GETFL)
-    if status >= 0 { _ = fcntl(descriptor, F_SETFL, status & ~O_NONBLOCK) }
+    let descriptor = try _JSONLinesFile.open(path, truncating: !append)
     self.init(ownedDescriptor: descriptor, path: path, closeTimeout: closeTimeout)
   }
 
@@ -115,7 +116,7 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
     self.closeTimeout = closeTimeout
     let sources = _TraceSources()
     self.sources = sources
-    let file = _JSONLinesFile(descriptor: descriptor, sources: sources)
+    let file = _JSONLinesFile(descriptor: descriptor, path: path, sources: sources)
     self.file = file
     self.writer = _WriterThread(
       name: "trace-json", capacity: nil, write: { file.write($0) }, finish: { file.close() })
@@ -147,6 +148,23 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
   }
 
   package var _registeredTables: Int { sources.count }
+
+  /// Closes the file once everything queued so far is written, and opens `path` again
+  /// (creating it, appending to it, locking it): what a daemon does on SIGHUP after a
+  /// rotation renamed its log. Nothing is lost: the records queued before the call go to the
+  /// renamed file, the later ones to the new one. When `path` still names the open file, the
+  /// sink goes on with it; when the new file cannot be opened or locked, the sink goes on
+  /// with the old one and counts the failure in ``JSONLinesSinkStatistics/reopenFailures``.
+  /// Does nothing for a sink made on a descriptor, or after ``close()``.
+  ///
+  /// ```swift
+  /// // logrotate's postrotate sent SIGHUP:
+  /// sink.reopen()
+  /// ```
+  public func reopen() {
+    guard path != nil else { return }
+    _ = writer.enqueueControl(.reopen)
+  }
 
   /// Waits until every record queued so far is written, up to `timeout`; returns whether it
   /// got there. Handy before reading the file while tracing goes on.
@@ -209,7 +227,10 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
       recordsLost: counts.lost, writeErrors: counts.errors,
       lastError: counts.lastError == 0 ? nil : counts.lastError,
       queueHighWater: writer.highWater, closed: writer.isFinished,
-      fileRemoved: counts.fileRemoved, partialRecords: counts.partial)
+      fileRemoved: counts.fileRemoved, partialRecords: counts.partial,
+      truncations: counts.truncations, recordsTruncated: counts.truncated,
+      foreignBytes: counts.foreign, reopens: counts.reopens,
+      reopenFailures: counts.reopenFailures, fileRenamed: counts.fileRenamed)
   }
 }
 
@@ -226,13 +247,26 @@ final class _JSONLinesFile: @unchecked Sendable {
     // Records cut short by a failed write that could not be taken back out of the file.
     var partial: UInt64 = 0
     var fileRemoved = false
+    // Someone else shortened the file, and the records of ours it held then; bytes someone
+    // else added.
+    var truncations: UInt64 = 0
+    var truncated: UInt64 = 0
+    var foreign: UInt64 = 0
+    var reopens: UInt64 = 0
+    var reopenFailures: UInt64 = 0
+    var fileRenamed = false
   }
 
   // Touched by the writer thread only (and by close() before any writer thread ran).
   private var descriptor: Int32
+  private let path: String?
   private var sigpipeBlocked = false
-  private let chunkLimit: Int
-  private let regular: Bool
+  private var chunkLimit: Int
+  private var regular: Bool
+  // The size the file has if nobody else touched it since our last write, and the records
+  // of ours it holds (what a truncation would take).
+  private var expectedSize: Int64 = 0
+  private var recordsInFile: UInt64 = 0
   // The file ends inside a record that a failed write cut short and that could not be
   // truncated away: the next write starts with a newline, so later records stay lines of
   // their own instead of being glued onto it.
@@ -245,15 +279,81 @@ final class _JSONLinesFile: @unchecked Sendable {
   // Guarded by its own lock, never held across I/O: what was written and lost.
   private let state = GuardedState(Counts())
 
-  init(descriptor: Int32, sources: _TraceSources) {
+  init(descriptor: Int32, path: String?, sources: _TraceSources) {
     self.descriptor = descriptor
+    self.path = path
     self.encoder = _JSONEventEncoder(sources: sources)
+    (regular, chunkLimit, expectedSize) = Self.describe(descriptor)
+  }
+
+  /// Whether `descriptor` is a regular file, the largest write that reaches it whole, and
+  /// its size.
+  private static func describe(_ descriptor: Int32) -> (Bool, Int, Int64) {
     var info = stat()
     let regular = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
-    self.regular = regular
     // A pipe or socket takes up to PIPE_BUF bytes in one piece; a regular file opened with
     // O_APPEND appends each write(2) whole, so larger chunks are safe there.
-    self.chunkLimit = regular ? 1 << 18 : Int(PIPE_BUF)
+    return (regular, regular ? 1 << 18 : Int(PIPE_BUF), regular ? Int64(info.st_size) : 0)
+  }
+
+  /// Opens `path` for appending without blocking (a FIFO with no reader fails with `ENXIO`
+  /// instead of waiting), locks a regular file, and then truncates it when asked.
+  static func open(_ path: String, truncating: Bool) throws(RunLoopError) -> Int32 {
+    let descriptor = Glibc.open(
+      path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_APPEND, 0o644)
+    guard descriptor >= 0 else {
+      let error = errno
+      guard error == ENXIO else { throw RunLoopError.systemCall("open(\(path))", errno: error) }
+      throw RunLoopError(
+        code: .systemCallFailed,
+        message: "open(\(path)) failed: it is a FIFO and no process has it open for reading "
+          + "(errno \(error))",
+        systemError: error)
+    }
+    var info = stat()
+    if fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+      do throws(RunLoopError) {
+        try lock(descriptor, path: path, inode: UInt64(info.st_ino))
+        if truncating, ftruncate(descriptor, 0) != 0 {
+          throw RunLoopError.systemCall("ftruncate(\(path))", errno: errno)
+        }
+      } catch {
+        Glibc.close(descriptor)
+        throw error
+      }
+    }
+    // Writes block again: the writer thread is there to wait for slow readers.
+    let status = fcntl(descriptor, F_GETFL)
+    if status >= 0 { _ = fcntl(descriptor, F_SETFL, status & ~O_NONBLOCK) }
+    return descriptor
+  }
+
+  /// Takes the exclusive lock on the file; a file system without `flock(2)` leaves it
+  /// unlocked, as it was before locks.
+  private static func lock(_ descriptor: Int32, path: String, inode: UInt64) throws(RunLoopError) {
+    guard flock(descriptor, LOCK_EX | LOCK_NB) != 0, errno == EWOULDBLOCK else { return }
+    let holder = lockHolder(inode: inode).map { " (pid \($0))" } ?? ""
+    throw RunLoopError(
+      code: .alreadyInUse,
+      message: "'\(path)' is being written by another process\(holder): two runs would "
+        + "interleave their records in one log; give each its own path",
+      systemError: EWOULDBLOCK)
+  }
+
+  /// The process that holds a `flock(2)` write lock on the file numbered `inode`, from
+  /// `/proc/locks` ("1: FLOCK  ADVISORY  WRITE 4242 00:2f:123456 0 EOF").
+  private static func lockHolder(inode: UInt64) -> Int32? {
+    guard let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else {
+      return nil
+    }
+    for line in text.split(separator: "\n") {
+      let fields = line.split(separator: " ")
+      guard fields.count >= 6, fields[1] == "FLOCK", fields[3] == "WRITE",
+        fields[5].split(separator: ":").last == Substring(String(inode))
+      else { continue }
+      return Int32(fields[4])
+    }
+    return nil
   }
 
   var counts: Counts { state.withLock { $0 } }
@@ -285,6 +385,11 @@ final class _JSONLinesFile: @unchecked Sendable {
         // The tracer's lines are already encoded (bytes copied): its strings can go.
         encoder.release(source)
         continue
+      case .reopen:
+        // The lines before the reopen go to the old file.
+        writeBuffered()
+        reopenFile()
+        continue
       }
       lineEnds.append(buffer.count)
       if buffer.count >= Self.sliceBytes { writeBuffered() }
@@ -310,6 +415,7 @@ final class _JSONLinesFile: @unchecked Sendable {
         lastLine += 1
       }
       let end = lineEnds[lastLine]
+      checkFile()
       let (done, error) = writeChunk(buffer.bytes.baseAddress! + start, end - start)
       // The lines of the chunk that reached the file whole, and whether one was cut short.
       var whole = 0
@@ -319,6 +425,7 @@ final class _JSONLinesFile: @unchecked Sendable {
       let wholeBytes = whole == 0 ? 0 : lineEnds[firstLine + whole - 1] - start
       let cut = error != 0 && done > wholeBytes && !takeBack(done - wholeBytes)
       let lines = UInt64(lastLine - firstLine + 1)
+      recordsInFile += UInt64(whole)
       let firstFailure = state.withLock { counts -> Bool in
         counts.written += UInt64(whole)
         guard error != 0 else { return false }
@@ -362,6 +469,7 @@ final class _JSONLinesFile: @unchecked Sendable {
       if end >= count, ftruncate(descriptor, end - off_t(count)) == 0,
         lseek(descriptor, end - off_t(count), SEEK_SET) >= 0
       {
+        expectedSize -= Int64(count)
         return true
       }
     }
@@ -379,6 +487,7 @@ final class _JSONLinesFile: @unchecked Sendable {
       let result = Glibc.write(descriptor, base + done, count - done)
       if result >= 0 {
         done += result
+        expectedSize += Int64(result)
         continue
       }
       let error = errno
@@ -403,13 +512,91 @@ final class _JSONLinesFile: @unchecked Sendable {
     _ = sigtimedwait(&set, nil, &zero)
   }
 
+  /// Compares the file's size with what we wrote: shorter, someone truncated it and took
+  /// the records it held; longer, someone else wrote to it. Regular files only.
+  private func checkFile() {
+    guard regular, descriptor >= 0 else { return }
+    var info = stat()
+    guard fstat(descriptor, &info) == 0 else { return }
+    let size = Int64(info.st_size)
+    defer { expectedSize = size }
+    if size < expectedSize {
+      let taken = recordsInFile
+      recordsInFile = 0
+      let first = state.withLock { counts -> Bool in
+        counts.truncations += 1
+        counts.truncated += taken
+        return counts.truncations == 1
+      }
+      if first {
+        note(
+          "'\(path ?? "the trace file")' was truncated by another process (logrotate's "
+            + "copytruncate?): \(taken) records written before are no longer in it; see the "
+            + "sink's statistics")
+      }
+    } else if size > expectedSize {
+      let added = UInt64(size - expectedSize)
+      state.withLock { $0.foreign += added }
+    }
+  }
+
+  /// Closes the file and opens the path again (see ``JSONLinesSink/reopen()``).
+  private func reopenFile() {
+    guard let path, descriptor >= 0 else { return }
+    checkFile()
+    let opened: Int32
+    do {
+      opened = try Self.open(path, truncating: false)
+    } catch let error where error.code == .alreadyInUse {
+      // The lock is ours (the path still names our file, opened a second time) or another
+      // writer's: either way the old file goes on.
+      var old = stat()
+      var new = stat()
+      if fstat(descriptor, &old) == 0, stat(path, &new) == 0, old.st_ino == new.st_ino,
+        old.st_dev == new.st_dev
+      {
+        return
+      }
+      reopenFailed(error.message)
+      return
+    } catch {
+      reopenFailed(error.message)
+      return
+    }
+    Glibc.close(descriptor)
+    descriptor = opened
+    (regular, chunkLimit, expectedSize) = Self.describe(opened)
+    recordsInFile = 0
+    endsInsideARecord = false
+    state.withLock { $0.reopens += 1 }
+  }
+
+  private func reopenFailed(_ message: String) {
+    state.withLock { $0.reopenFailures += 1 }
+    note("reopen failed (\(message)); still writing to the file it had open")
+  }
+
+  /// One line on standard error, written whole.
+  private func note(_ text: String) {
+    let line = "JSONLinesSink: \(text)\n"
+    _ = line.withCString { Glibc.write(STDERR_FILENO, $0, strlen($0)) }
+  }
+
   func close() {
     guard descriptor >= 0 else { return }
+    checkFile()
     // A file deleted while it was written took every record with it, though each write
-    // succeeded: say so in the statistics.
+    // succeeded: say so in the statistics. One renamed kept them, under its new name.
     var info = stat()
-    if regular, fstat(descriptor, &info) == 0, info.st_nlink == 0 {
-      state.withLock { $0.fileRemoved = true }
+    if regular, fstat(descriptor, &info) == 0 {
+      var named = stat()
+      if info.st_nlink == 0 {
+        state.withLock { $0.fileRemoved = true }
+      } else if let path,
+        stat(path, &named) != 0 || named.st_ino != info.st_ino || named.st_dev != info.st_dev
+      {
+        state.withLock { $0.fileRenamed = true }
+      }
     }
     Glibc.close(descriptor)
     descriptor = -1

@@ -63,16 +63,63 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
   /// let damagedLines = stats.partialRecords
   /// ```
   public var partialRecords: UInt64
+  /// How often the writer found the file shorter than what it had written: another process
+  /// truncated it (logrotate's `copytruncate`, `truncate -s 0`). Writes append, so the next
+  /// records start at the new end, with no hole before them.
+  ///
+  /// ```swift
+  /// if stats.truncations > 0 { print("the log was truncated \(stats.truncations) times") }
+  /// ```
+  public var truncations: UInt64
+  /// The records of ours the file held when it was found truncated: no longer in it. A
+  /// `copytruncate` rotation copied them first, less those written between its copy and
+  /// its truncation, which no one can tell apart from here: so this is the most that were
+  /// lost. Counted in ``recordsWritten`` too.
+  ///
+  /// ```swift
+  /// let atMostLost = stats.recordsTruncated
+  /// ```
+  public var recordsTruncated: UInt64
+  /// Bytes someone else added to the file while the sink wrote it (a second writer).
+  ///
+  /// ```swift
+  /// if stats.foreignBytes > 0 { print("another process writes this log too") }
+  /// ```
+  public var foreignBytes: UInt64
+  /// Times ``JSONLinesSink/reopen()`` moved the sink to a new file at its path.
+  ///
+  /// ```swift
+  /// let reopens = stats.reopens
+  /// ```
+  public var reopens: UInt64
+  /// Reopens that failed (the new file could not be opened or was locked by another
+  /// writer): the sink went on with the file it had.
+  ///
+  /// ```swift
+  /// let failures = stats.reopenFailures
+  /// ```
+  public var reopenFailures: UInt64
+  /// Whether, at close, the path named another file (or none) while the file written still
+  /// had a name: it was renamed (a rotation without a reopen), and its records are under
+  /// the new name. Not a loss.
+  ///
+  /// ```swift
+  /// if stats.fileRenamed { print("the log was renamed; its records are under the new name") }
+  /// ```
+  public var fileRenamed: Bool
 
-  /// Whether every record queued reached a file that still has its name: none lost, none
-  /// still pending, the file not deleted. What a program checks before it reports its trace
-  /// as written.
+  /// Whether every record queued reached a file that still has its name, and the file is
+  /// ours alone: none lost, none still pending, the file not deleted, not truncated, not
+  /// written by anyone else. What a program checks before it reports its trace as written.
   ///
   /// ```swift
   /// sink.close()
   /// if !sink.statistics.isComplete { print("the trace is incomplete") }
   /// ```
-  public var isComplete: Bool { recordsLost == 0 && recordsPending == 0 && !fileRemoved }
+  public var isComplete: Bool {
+    recordsLost == 0 && recordsPending == 0 && !fileRemoved && truncations == 0
+      && foreignBytes == 0
+  }
 
   /// Creates statistics (the sink does this).
   ///
@@ -84,7 +131,9 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
   package init(
     recordsWritten: UInt64, recordsPending: UInt64, recordsLost: UInt64, writeErrors: UInt64,
     lastError: Int32?, queueHighWater: Int, closed: Bool, fileRemoved: Bool = false,
-    partialRecords: UInt64 = 0
+    partialRecords: UInt64 = 0, truncations: UInt64 = 0, recordsTruncated: UInt64 = 0,
+    foreignBytes: UInt64 = 0, reopens: UInt64 = 0, reopenFailures: UInt64 = 0,
+    fileRenamed: Bool = false
   ) {
     self.recordsWritten = recordsWritten
     self.recordsPending = recordsPending
@@ -95,5 +144,11 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
     self.closed = closed
     self.fileRemoved = fileRemoved
     self.partialRecords = partialRecords
+    self.truncations = truncations
+    self.recordsTruncated = recordsTruncated
+    self.foreignBytes = foreignBytes
+    self.reopens = reopens
+    self.reopenFailures = reopenFailures
+    self.fileRenamed = fileRenamed
   }
 }

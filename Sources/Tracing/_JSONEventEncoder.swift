@@ -51,6 +51,7 @@ package struct _JSONEventEncoder {
       case .event(let event): append(event, to: buffer)
       case .record(let record): record.appendJSONLine(to: buffer)
       case .release(let source): release(source)
+      case .reopen: break
       }
     }
     return String(decoding: buffer.bytes, as: UTF8.self)

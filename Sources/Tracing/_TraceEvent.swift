@@ -83,6 +83,10 @@ package enum _TraceItem: Sendable {
   /// this item, so the writer releases the tracer's table when it gets here
   /// (``_TraceSources/release(_:)``). Queued with `_WriterThread.enqueueControl(_:)`.
   case release(UInt32)
+  /// The JSON sink closes its file and opens its path again (after a rotation renamed it):
+  /// everything queued before this item goes to the old file, everything after to the new
+  /// one. Queued with `_WriterThread.enqueueControl(_:)`; other sinks ignore it.
+  case reopen
 }
 
 /// A sink that takes ``_TraceEvent`` values from the tracer instead of whole records: the
@@ -189,6 +193,7 @@ package final class _TraceSources: Sendable {
         if let record = resolver.record(for: event) { records.append(record) }
       case .record(let record): records.append(record)
       case .release(let source): resolver.release(source)
+      case .reopen: break
       }
     }
     return records
