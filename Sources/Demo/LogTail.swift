@@ -23,21 +23,28 @@ struct LogTail {
   private var lines = 0
   // Dropping the rest of a line longer than the reader's limit, up to its newline.
   private var skippingLongLine = false
+  /// Bytes of backlog passed over to start near the end (see ``readNewRecords(upTo:tail:_:)``).
+  private(set) var skippedBytes = 0
   private static let chunkBytes = 1 << 16
 
   init(path: String) {
     self.path = path
   }
 
-  /// Hands `body` each record of the complete lines added since the last call. A log not
-  /// there yet holds nothing; a log shorter than what was read (truncated and started
-  /// again) is read from its beginning.
+  /// Hands `body` each record of the complete lines added since the last call, reading at
+  /// most `limit` bytes; returns whether more is there to read. A log not there yet holds
+  /// nothing; a log shorter than what was read (truncated and started again) is read from
+  /// its beginning. With `tail`, a first read of a log larger than that starts `tail` bytes
+  /// before its end, at a line's start (``skippedBytes`` says how much was passed over).
   ///
   /// - Throws: `DemoError` naming the failed call's error (other than a missing file).
-  mutating func readNewRecords(_ body: (TraceRecord) -> Void) throws {
+  @discardableResult
+  mutating func readNewRecords(
+    upTo limit: Int = .max, tail: Int? = nil, _ body: (TraceRecord) -> Void
+  ) throws -> Bool {
     let descriptor = open(path, O_RDONLY | O_CLOEXEC)
     if descriptor < 0 {
-      if errno == ENOENT { return }
+      if errno == ENOENT { return false }
       throw DemoError("cannot read '\(path)': \(String(cString: strerror(errno)))")
     }
     defer { close(descriptor) }
@@ -47,18 +54,28 @@ struct LogTail {
       partial = []
       lines = 0
       skippingLongLine = false
+      skippedBytes = 0
+    }
+    if let tail, offset == 0, Int(info.st_size) > tail {
+      // The rest of the line the jump lands in is not a record: dropped, not counted bad.
+      offset = Int(info.st_size) - tail
+      skippedBytes = offset
+      skippingLongLine = true
     }
     var chunk = [UInt8](repeating: 0, count: Self.chunkBytes)
-    while true {
+    var read = 0
+    while read < limit {
       let got = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
       if got < 0 {
         if errno == EINTR { continue }
         throw DemoError("cannot read '\(path)': \(String(cString: strerror(errno)))")
       }
-      if got == 0 { return }
+      if got == 0 { return false }
       offset += got
+      read += got
       take(chunk[..<got], body)
     }
+    return true
   }
 
   /// Adds `bytes` to the unfinished line and hands over the records of the lines completed.

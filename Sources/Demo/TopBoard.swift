@@ -45,7 +45,11 @@ struct TopBoard {
   let stallThreshold: Int64
   private(set) var loops: [UInt64: Loop] = [:]
   private(set) var records = 0
+  /// The first run ids seen, at most ``runLimit`` of them (a damaged log could have one per
+  /// line), and whether there were more.
   private(set) var runs: Set<String> = []
+  private(set) var moreRuns = false
+  static let runLimit = 20
 
   init(stallThreshold: Int64) {
     self.stallThreshold = stallThreshold
@@ -53,7 +57,11 @@ struct TopBoard {
 
   mutating func add(_ record: TraceRecord) {
     records += 1
-    runs.insert(record.run)
+    if runs.count < Self.runLimit || runs.contains(record.run) {
+      runs.insert(record.run)
+    } else {
+      moreRuns = true
+    }
     var loop =
       loops[record.loop]
       ?? Loop(
@@ -81,7 +89,8 @@ struct TopBoard {
       loop.asleepSince = activity == "beforeWaiting" ? record.timestamp : nil
       if activity == "entry" && record.depth == 1 { loop.runStart = record.timestamp }
       if activity == "exit" && record.depth == 1 {
-        loop.runNanoseconds += record.timestamp - (loop.runStart ?? loop.firstTimestamp)
+        loop.runNanoseconds = loop.runNanoseconds.saturatingAdding(
+          record.timestamp.saturatingSubtracting(loop.runStart ?? loop.firstTimestamp))
         loop.runStart = nil
       }
       if activity == "beforeTimers" { Self.keep(&loop.passes, record.timestamp, 4096) }
@@ -99,7 +108,7 @@ struct TopBoard {
       }
     case .sleep:
       let duration = record.duration ?? 0
-      loop.asleepNanoseconds += duration
+      loop.asleepNanoseconds = loop.asleepNanoseconds.saturatingAdding(duration)
       loop.asleepSince = nil
       loop.lastActivity = "afterWaiting"
       loop.recentSleeps.append((record.timestamp, record.endTimestamp))
@@ -117,11 +126,14 @@ struct TopBoard {
   /// The loop's state at `now` (CLOCK_BOOTTIME nanoseconds), for people.
   func state(of loop: Loop, now: Int64) -> String {
     if let since = loop.stalledSince {
-      return "STALLED \(Self.seconds(now - since)) in \(loop.stalledIn ?? "no call-out")"
+      return
+        "STALLED \(Self.seconds(now.saturatingSubtracting(since))) in \(loop.stalledIn ?? "no call-out")"
     }
-    if let since = loop.asleepSince { return "asleep \(Self.seconds(now - since))" }
+    if let since = loop.asleepSince {
+      return "asleep \(Self.seconds(now.saturatingSubtracting(since)))"
+    }
     if loop.lastActivity == "exit" && loop.lastDepth == 1 { return "not running" }
-    let awake = now - loop.lastTimestamp
+    let awake = now.saturatingSubtracting(loop.lastTimestamp)
     if awake >= stallThreshold { return "STALLED \(Self.seconds(awake))" }
     return "awake"
   }
@@ -130,29 +142,34 @@ struct TopBoard {
   func recentUtilization(of loop: Loop, now: Int64, window: Int64) -> Double? {
     // Only the part of the window the loop spent in its current run.
     guard let runStart = loop.runStart else { return nil }
-    let from = max(now - window, runStart)
+    let from = max(now.saturatingSubtracting(window), runStart)
     guard now > from else { return nil }
+    // Saturating throughout: a damaged log may hold any times.
     var asleep: Int64 = 0
     for sleep in loop.recentSleeps.reversed() {
       if sleep.end <= from { break }
-      asleep += min(sleep.end, now) - max(sleep.start, from)
+      asleep = asleep.saturatingAdding(
+        max(0, min(sleep.end, now).saturatingSubtracting(max(sleep.start, from))))
     }
-    if let since = loop.asleepSince { asleep += now - max(since, from) }
-    return min(1, max(0, 1 - Double(asleep) / Double(now - from)))
+    if let since = loop.asleepSince {
+      asleep = asleep.saturatingAdding(now.saturatingSubtracting(max(since, from)))
+    }
+    return min(1, max(0, 1 - Double(asleep) / Double(now.saturatingSubtracting(from))))
   }
 
   /// Busy over busy plus asleep since the loop's first record.
   func totalUtilization(of loop: Loop, now: Int64) -> Double {
-    let current = loop.runStart.map { now - $0 } ?? 0
-    let inRuns = loop.runNanoseconds + current
-    let asleep = loop.asleepNanoseconds + (loop.asleepSince.map { now - $0 } ?? 0)
+    let current = loop.runStart.map { now.saturatingSubtracting($0) } ?? 0
+    let inRuns = loop.runNanoseconds.saturatingAdding(current)
+    let asleep = loop.asleepNanoseconds.saturatingAdding(
+      loop.asleepSince.map { now.saturatingSubtracting($0) } ?? 0)
     guard inRuns > 0 else { return 0 }
     return min(1, max(0, 1 - Double(asleep) / Double(inRuns)))
   }
 
   /// Passes per second over the `window` up to `now`.
   func passRate(of loop: Loop, now: Int64, window: Int64) -> Double {
-    let recent = loop.passes.reversed().prefix { $0 > now - window }.count
+    let recent = loop.passes.reversed().prefix { $0 > now.saturatingSubtracting(window) }.count
     return Double(recent) / (Double(window) / 1e9)
   }
 

@@ -53,11 +53,16 @@ struct TopCommand: ParsableCommand {
     let end = duration.map { ContinuousClock.now + $0.duration }
     var frame = 0
     while true {
-      try tail.readNewRecords { board.add($0) }
+      // Live, a large backlog is read from its last part first and in slices, a frame
+      // drawn and the clock checked between them; once, the whole log is the answer.
+      let more =
+        once
+        ? try tail.readNewRecords { board.add($0) }
+        : try tail.readNewRecords(upTo: Self.sliceBytes, tail: Self.tailBytes) { board.add($0) }
       frame += 1
       let table = Self.render(
         board, file: file, frame: frame, now: Self.bootNow(), window: window,
-        badLines: tail.badLines)
+        badLines: tail.badLines, skippedBytes: tail.skippedBytes)
       if once {
         // A file of bad lines only is not a log with nothing in it yet: as the trace tools
         // do, say so and fail.
@@ -75,9 +80,14 @@ struct TopCommand: ParsableCommand {
         .joined(separator: "\u{1B}[K\n") + "\u{1B}[J"
       StandardStreams.write(1, frame == 1 ? "\u{1B}[2J" + redraw : redraw)
       if let end, ContinuousClock.now >= end { return }
-      Thread.sleep(forTimeInterval: interval.seconds)
+      if !more { Thread.sleep(forTimeInterval: interval.seconds) }
     }
   }
+
+  /// How much of a live log's backlog is read at all (its last part), and how much between
+  /// two frames.
+  static let tailBytes = 16 << 20
+  static let sliceBytes = 4 << 20
 
   /// `CLOCK_BOOTTIME` now, the clock of the records' `ts_ns`.
   static func bootNow() -> Int64 {
@@ -87,11 +97,15 @@ struct TopCommand: ParsableCommand {
   }
 
   static func render(
-    _ board: TopBoard, file: String, frame: Int, now: Int64, window: Int64, badLines: Int = 0
+    _ board: TopBoard, file: String, frame: Int, now: Int64, window: Int64, badLines: Int = 0,
+    skippedBytes: Int = 0
   ) -> String {
-    let runs = board.runs.sorted().joined(separator: ",")
+    let runs = board.runs.sorted().joined(separator: ",") + (board.moreRuns ? " and more" : "")
     // Lines that were not records are skipped, as the trace tools skip them, and counted.
-    let skipped = badLines > 0 ? "  \(badLines) bad line\(badLines == 1 ? "" : "s") skipped" : ""
+    var skipped = badLines > 0 ? "  \(badLines) bad line\(badLines == 1 ? "" : "s") skipped" : ""
+    if skippedBytes > 0 {
+      skipped += "  from the last \(tailBytes >> 20) MB (\(skippedBytes >> 20) MB before)"
+    }
     var lines = [
       "runloop-demo top  \(file)  run \(runs.isEmpty ? "-" : runs)  \(board.records) records  "
         + "frame \(frame)\(skipped)",

@@ -330,14 +330,14 @@ public struct TraceRecord: Sendable, Hashable, Codable {
 
 extension Int64 {
   /// `self + other`, held at the type's bounds instead of trapping.
-  func saturatingAdding(_ other: Int64) -> Int64 {
+  package func saturatingAdding(_ other: Int64) -> Int64 {
     let (sum, overflow) = addingReportingOverflow(other)
     guard overflow else { return sum }
     return other > 0 ? .max : .min
   }
 
   /// `self - other`, held at the type's bounds instead of trapping.
-  func saturatingSubtracting(_ other: Int64) -> Int64 {
+  package func saturatingSubtracting(_ other: Int64) -> Int64 {
     let (difference, overflow) = subtractingReportingOverflow(other)
     guard overflow else { return difference }
     return other < 0 ? .max : .min

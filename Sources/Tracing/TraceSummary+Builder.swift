@@ -2,9 +2,12 @@ import Histogram
 import RunLoopObservers
 
 extension TraceSummary {
-  /// Summarises a trace as it is read, in memory that grows with the loops and distinct
-  /// call-outs, not with the records: what `runloop-demo trace summary` uses on logs of any
-  /// size.
+  /// Summarises a trace as it is read, in bounded memory whatever the log holds: what
+  /// `runloop-demo trace summary` uses on logs of any size and content. At most
+  /// ``loopLimit`` loops, ``calloutNameLimit`` call-out names per loop and ``histogramLimit``
+  /// delay histograms in all are kept; what does not fit is folded and counted (see
+  /// ``TraceSummary/loopsNotSummarised``, ``TraceSummary/Loop/calloutsUnderOtherNames`` and
+  /// ``TraceSummary/Loop/delaysNotRecorded``).
   ///
   /// ```swift
   /// var builder = TraceSummary.Builder()
@@ -21,8 +24,10 @@ extension TraceSummary {
       var iterations: UInt64 = 0
       var asleep: Int64 = 0
       var callouts: [String: Callout] = [:]
-      var lateness: Histogram<UInt64>
+      var lateness: Histogram<UInt64>?
       var delays: [String: Histogram<UInt64>] = [:]
+      var otherNames = 0
+      var delaysNotRecorded = 0
       var stalls = 0
       // Outermost runs: the ended ones' total, when the open one began, and whether any
       // entry or exit was seen (a trace inside one run has neither).
@@ -32,6 +37,42 @@ extension TraceSummary {
     }
 
     private var loops: [UInt64: Totals] = [:]
+    private var histograms = 0
+    private var foldedLoops = Set<UInt64>()
+    private var foldedRecords = 0
+
+    /// The most loops summarised; the records of later loops are counted only.
+    ///
+    /// ```swift
+    /// let limit = TraceSummary.Builder.loopLimit
+    /// ```
+    public static let loopLimit = 256
+    /// The most call-out names kept per loop.
+    ///
+    /// ```swift
+    /// let limit = TraceSummary.Builder.calloutNameLimit
+    /// ```
+    public static let calloutNameLimit = 256
+    /// The most call-out kinds with a delay histogram of their own per loop.
+    ///
+    /// ```swift
+    /// let limit = TraceSummary.Builder.kindLimit
+    /// ```
+    public static let kindLimit = 16
+    /// The most histograms (timer lateness and delays) kept in all: each takes a few
+    /// hundred kilobytes.
+    ///
+    /// ```swift
+    /// let limit = TraceSummary.Builder.histogramLimit
+    /// ```
+    public static let histogramLimit = 96
+    /// The most loops not summarised that are told apart for the count.
+    ///
+    /// ```swift
+    /// let limit = TraceSummary.Builder.foldedLoopCountLimit
+    /// ```
+    public static let foldedLoopCountLimit = 1 << 18
+    static let otherKinds = "(other kinds)"
 
     /// Creates an empty builder.
     ///
@@ -46,19 +87,33 @@ extension TraceSummary {
     /// builder.add(record)
     /// ```
     public mutating func add(_ record: TraceRecord) {
-      if loops[record.loop] == nil {
-        var lateness = Histogram<UInt64>(
-          lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000_000,
-          numberOfSignificantValueDigits: .three)
-        lateness.autoResize = true
-        loops[record.loop] = Totals(
+      // Taken out while it is added to (the histogram budget is the builder's), so that its
+      // tables stay uniquely owned and are not copied.
+      var totals: Totals
+      if let known = loops.removeValue(forKey: record.loop) {
+        totals = known
+      } else {
+        guard loops.count < Self.loopLimit else {
+          foldedRecords += 1
+          if foldedLoops.count < Self.foldedLoopCountLimit { foldedLoops.insert(record.loop) }
+          return
+        }
+        totals = Totals(
           thread: record.thread, tid: record.tid, first: record.timestamp,
-          last: record.endTimestamp, lateness: lateness)
+          last: record.endTimestamp)
       }
-      Self.add(record, to: &loops[record.loop]!)
+      add(record, to: &totals)
+      loops[record.loop] = totals
     }
 
-    private static func add(_ record: TraceRecord, to totals: inout Totals) {
+    /// A histogram for a new table, or `nil` once ``histogramLimit`` are kept.
+    private mutating func newHistogram() -> Histogram<UInt64>? {
+      guard histograms < Self.histogramLimit else { return nil }
+      histograms += 1
+      return _LoopAccumulator.makeHistogram()
+    }
+
+    private mutating func add(_ record: TraceRecord, to totals: inout Totals) {
       totals.first = min(totals.first, record.timestamp)
       totals.last = max(totals.last, record.endTimestamp)
       switch record.record {
@@ -82,22 +137,42 @@ extension TraceSummary {
         // Saturating: the summary reads logs written by anyone, damaged ones included.
         totals.asleep = totals.asleep.saturatingAdding(record.duration ?? 0)
       case .callout:
-        let key = "\(record.calloutKind ?? "")\u{0}\(record.calloutName ?? "")"
+        var key = "\(record.calloutKind ?? "")\u{0}\(record.calloutName ?? "")"
+        if totals.callouts[key] == nil, totals.callouts.count >= Self.calloutNameLimit {
+          key = "\u{0}(other names)"
+          totals.otherNames += 1
+        }
         var entry =
           totals.callouts[key]
-          ?? Callout(
-            kind: record.calloutKind ?? "", name: record.calloutName ?? "", count: 0,
-            totalNanoseconds: 0)
+          ?? (key == "\u{0}(other names)"
+            ? Callout(kind: "", name: "(other names)", count: 0, totalNanoseconds: 0)
+            : Callout(
+              kind: record.calloutKind ?? "", name: record.calloutName ?? "", count: 0,
+              totalNanoseconds: 0))
         entry.count += 1
         entry.totalNanoseconds = entry.totalNanoseconds.saturatingAdding(record.duration ?? 0)
         totals.callouts[key] = entry
-        if record.calloutKind == "timer", let late = record.lateness {
-          _ = totals.lateness.record(UInt64(max(0, late)))
+        guard let late = record.lateness else { return }
+        let value = UInt64(max(0, late))
+        if record.calloutKind == "timer" {
+          if totals.lateness == nil { totals.lateness = newHistogram() }
+          if totals.lateness != nil {
+            _ = totals.lateness!.record(value)
+          } else {
+            totals.delaysNotRecorded += 1
+          }
         }
-        if let late = record.lateness {
-          let kind = record.calloutKind ?? ""
-          if totals.delays[kind] == nil { totals.delays[kind] = _LoopAccumulator.makeHistogram() }
-          _ = totals.delays[kind]!.record(UInt64(max(0, late)))
+        var kind = record.calloutKind ?? ""
+        if totals.delays[kind] == nil {
+          if totals.delays.count >= Self.kindLimit { kind = Self.otherKinds }
+          if totals.delays[kind] == nil, let histogram = newHistogram() {
+            totals.delays[kind] = histogram
+          }
+        }
+        if totals.delays[kind] != nil {
+          _ = totals.delays[kind]!.record(value)
+        } else {
+          totals.delaysNotRecorded += 1
         }
       }
     }
@@ -119,7 +194,8 @@ extension TraceSummary {
               totals.callouts.values.sorted {
                 ($0.totalNanoseconds, $1.name) > ($1.totalNanoseconds, $0.name)
               }.prefix(top)),
-            timerLateness: _LoopAccumulator.latency(totals.lateness))
+            timerLateness: _LoopAccumulator.latency(
+              totals.lateness ?? _LoopAccumulator.makeHistogram()))
           // A run open at the end counts to the last record; a trace that saw no entry or
           // exit lies inside one run.
           var inRuns = totals.inRuns
@@ -130,8 +206,10 @@ extension TraceSummary {
             totals.sawRunEdge ? inRuns : totals.last.saturatingSubtracting(totals.first)
           loop.delays = totals.delays.mapValues(_LoopAccumulator.latency)
           loop.stalls = totals.stalls
+          loop.calloutsUnderOtherNames = totals.otherNames
+          loop.delaysNotRecorded = totals.delaysNotRecorded
           return loop
-        })
+        }, loopsNotSummarised: foldedLoops.count, recordsNotSummarised: foldedRecords)
     }
   }
 }

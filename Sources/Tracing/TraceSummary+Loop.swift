@@ -76,6 +76,22 @@ extension TraceSummary {
     /// let stalls = summary.loops[0].stalls
     /// ```
     public var stalls: Int = 0
+    /// Call-outs under names past the first ``TraceSummary/Builder/calloutNameLimit`` of the
+    /// loop, totalled as one entry, `(other names)` (a log that names every job apart would
+    /// otherwise keep an entry per record).
+    ///
+    /// ```swift
+    /// let folded = summary.loops[0].calloutsUnderOtherNames
+    /// ```
+    public var calloutsUnderOtherNames: Int = 0
+    /// Delays not in ``delays`` or ``timerLateness``: the summary keeps at most
+    /// ``TraceSummary/Builder/histogramLimit`` histograms in all, the kinds past the first
+    /// ``TraceSummary/Builder/kindLimit`` of a loop share one, `(other kinds)`.
+    ///
+    /// ```swift
+    /// let unrecorded = summary.loops[0].delaysNotRecorded
+    /// ```
+    public var delaysNotRecorded: Int = 0
 
     /// Busy over busy plus asleep, in runs: `(runNanoseconds - asleepNanoseconds) /
     /// runNanoseconds`, from 0 to 1.

@@ -15,6 +15,19 @@ public struct TraceSummary: Sendable, Hashable {
   /// let loops = TraceSummary(records: records).loops
   /// ```
   public var loops: [Loop]
+  /// Loops past the first ``Builder/loopLimit``, not summarised (counted up to
+  /// ``Builder/foldedLoopCountLimit``, past which this is a lower bound).
+  ///
+  /// ```swift
+  /// let more = summary.loopsNotSummarised
+  /// ```
+  public var loopsNotSummarised: Int = 0
+  /// The records of those loops.
+  ///
+  /// ```swift
+  /// let records = summary.recordsNotSummarised
+  /// ```
+  public var recordsNotSummarised: Int = 0
 
   /// Summarises `records`, keeping the `top` call-outs by time per loop.
   ///
@@ -28,8 +41,10 @@ public struct TraceSummary: Sendable, Hashable {
   }
 
   // The builder's result (TraceSummary+Builder.swift): loops already totalled.
-  init(loops: [Loop]) {
+  init(loops: [Loop], loopsNotSummarised: Int = 0, recordsNotSummarised: Int = 0) {
     self.loops = loops
+    self.loopsNotSummarised = loopsNotSummarised
+    self.recordsNotSummarised = recordsNotSummarised
   }
 
   /// The summary as text for people.
@@ -61,6 +76,22 @@ public struct TraceSummary: Sendable, Hashable {
         lines.append(
           "  \(callout.kind) \(callout.name): \(callout.count)x, \(ms(callout.totalNanoseconds))")
       }
+      if loop.calloutsUnderOtherNames > 0 {
+        lines.append(
+          "  \(loop.calloutsUnderOtherNames) call-outs under names past the first "
+            + "\(Builder.calloutNameLimit), totalled as '(other names)'")
+      }
+      if loop.delaysNotRecorded > 0 {
+        lines.append(
+          "  \(loop.delaysNotRecorded) delays not recorded (the summary keeps at most "
+            + "\(Builder.histogramLimit) histograms)")
+      }
+    }
+    if loopsNotSummarised > 0 {
+      let atLeast = loopsNotSummarised >= Builder.foldedLoopCountLimit ? "at least " : ""
+      lines.append(
+        "\(atLeast)\(loopsNotSummarised) more loops (\(recordsNotSummarised) records) not "
+          + "summarised: the summary keeps the first \(Builder.loopLimit)")
     }
     return lines.joined(separator: "\n") + "\n"
   }
