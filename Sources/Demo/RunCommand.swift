@@ -42,8 +42,9 @@ struct RunCommand: ParsableCommand {
     help: "Worker threads, each with its own run loop (1 to 16).")
   var workers: Int = 2
 
+  // Unconditional: "-1" is read as the (invalid) value, not as a missing one.
   @Option(
-    name: .long,
+    name: .long, parsing: .unconditional,
     help: ArgumentHelp(
       "How long to run: seconds or with a unit (3, 2.5, 500ms, 1m30s). Without it the service runs until SIGTERM or SIGINT.",
       valueName: "duration"))

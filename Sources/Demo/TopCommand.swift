@@ -23,7 +23,9 @@ struct TopCommand: ParsableCommand {
   @Argument(help: ArgumentHelp("The JSON log of the running service.", valueName: "file"))
   var file: String
 
-  @Option(name: .long, help: ArgumentHelp("How often to redraw.", valueName: "duration"))
+  @Option(
+    name: .long, parsing: .unconditional,
+    help: ArgumentHelp("How often to redraw.", valueName: "duration"))
   var interval: DurationArgument = DurationArgument(.seconds(1))
 
   @Option(
@@ -32,8 +34,9 @@ struct TopCommand: ParsableCommand {
       "Call-outs this long, and loops awake this long, are stalls.", valueName: "duration"))
   var stallThreshold: DurationArgument = DurationArgument(.milliseconds(100))
 
+  // Unconditional: "-1" is read as the (invalid) value, not as a missing one.
   @Option(
-    name: .long,
+    name: .long, parsing: .unconditional,
     help: ArgumentHelp("Stop after this long (default: until Ctrl-C).", valueName: "duration"))
   var duration: DurationArgument?
 

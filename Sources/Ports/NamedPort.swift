@@ -422,13 +422,17 @@ public final class NamedPort: Sendable {
   /// with what to do about it.
   private func error(from frame: _Frame) -> RunLoopError {
     let text = String(decoding: frame.payload, as: UTF8.self)
-    let code = text.split(separator: ":", maxSplits: 1).first.map(String.init) ?? "failure"
+    // "code: reason": the code becomes the error's code, the reason its message (the
+    // description puts the code back in front).
+    let parts = text.split(separator: ":", maxSplits: 1)
+    let code = parts.first.map(String.init) ?? "failure"
+    let reason = parts.count == 2 ? String(parts[1].drop { $0 == " " }) : text
     if text.hasPrefix("malformedFrame: unsupported version ") && frameVersion > 1 {
       return .unsupportedFrameVersion(
         "port '\(name)' reads an older frame version than \(frameVersion) (it said: \(text));"
           + " create the NamedPort with frameVersion: 1 to talk to it, without trace context")
     }
-    return RunLoopError(code: RunLoopError.Code(code), message: text)
+    return RunLoopError(code: RunLoopError.Code(code), message: reason)
   }
 }
 

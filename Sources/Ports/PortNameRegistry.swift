@@ -123,8 +123,11 @@ public struct PortNameRegistry: Sendable, Hashable {
     }
     guard !name.isEmpty, name.utf8.count <= maximumNameLength, allowed, !name.hasPrefix(".")
     else {
+      // Escaped (as Swift writes a string literal): a NUL or an escape sequence printed raw
+      // would cut or rewrite the message on a terminal.
+      let shown = name.unicodeScalars.map { $0.escaped(asASCII: false) }.joined()
       throw .invalidName(
-        "port name '\(name)' must be 1-\(maximumNameLength) letters, digits, '.', '_' or '-'")
+        "port name '\(shown)' must be 1-\(maximumNameLength) letters, digits, '.', '_' or '-'")
     }
   }
 

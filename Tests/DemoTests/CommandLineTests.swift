@@ -42,6 +42,16 @@ struct CommandLineTests {
     #expect(!result.stderr.contains("Missing value"))
   }
 
+  @Test(arguments: [["run", "--duration", "-1"], ["top", "/tmp/x.jsonl", "--duration", "-1"]])
+  func aNegativeDurationIsNamedAsInvalidNotMissing(arguments: [String]) throws {
+    let result = try runDemo(arguments)
+    #expect(result.exitedNormally && result.status == 64)
+    #expect(
+      result.stderr.contains("The value '-1' is invalid for '--duration <duration>'"),
+      "\(result.stderr)")
+    #expect(!result.stderr.contains("Missing value"))
+  }
+
   @Test(arguments: badInvocations)
   func badFlagsAndUnreadablePathsExitNonZeroWithAMessage(arguments: [String]) throws {
     let result = try runDemo(arguments)

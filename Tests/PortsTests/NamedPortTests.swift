@@ -267,6 +267,15 @@ struct NamedPortTests {
         try NamedPortServer(name: bad, registry: temporary.registry) { _ in nil }
       }
     }
+    // A control byte is shown escaped: a NUL or an escape sequence printed raw would cut or
+    // rewrite the message on a terminal.
+    #expect {
+      try NamedPortServer(name: "a\u{0}b\u{1B}[2J", registry: temporary.registry) { _ in nil }
+    } throws: { error in
+      let message = (error as? RunLoopError)?.message ?? ""
+      return message.hasPrefix("port name 'a\\0b\\u{1B}[2J' must be")
+        && !message.unicodeScalars.contains { $0.value < 0x20 }
+    }
     #expect(throws: RunLoopError.nameNotFound("")) {
       try NamedPort(name: "nobody", registry: temporary.registry)
     }
