@@ -6,17 +6,22 @@ extension RunLoopThread {
   /// stop goes in as a perform request, after the work already queued, so what was queued
   /// before runs first (a plain ``EventRunLoop/stop()`` made while no run is active is
   /// forgotten, as in CoreFoundation). The thread of an entry closure that runs
-  /// ``EventRunLoop/runUntilStopped(mode:)`` then ends.
+  /// ``EventRunLoop/runUntilStopped(mode:)`` then ends. A second call only stops the run
+  /// under way.
   ///
   /// ```swift
   /// worker.stop()
   /// try await worker.join()
   /// ```
   public func stop() {
-    cancel()
+    let first = cancelOnce()
     let loop = runLoop
+    // The request first, then the stop of the run under way: the loop runs what is queued
+    // once stopped, so the request is never left behind for a thread that has ended. Once:
+    // a second stop (a graceful shutdown, then a cancellation) would queue a request after
+    // the thread ended, abandoned and counted for nothing.
+    if first, !loop.threadHasExited { loop.perform(name: "stop") { loop.stop() } }
     loop.stop()
-    loop.perform(name: "stop") { loop.stop() }
   }
 
   /// Waits, suspended (no thread blocks), until the thread has ended and its loop is

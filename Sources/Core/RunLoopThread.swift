@@ -180,6 +180,11 @@ public final class RunLoopThread: Sendable {
   /// ```
   public func cancel() { cancelled.store(true, ordering: .releasing) }
 
+  /// Cancels the thread; returns whether this call did (the first).
+  func cancelOnce() -> Bool {
+    !cancelled.exchange(true, ordering: .acquiringAndReleasing)
+  }
+
   /// Whether ``cancel()`` was called.
   ///
   /// ```swift
