@@ -156,15 +156,13 @@ func concurrencyNamedPortRequestsExample(worker: EventRunLoop) async throws {
 }
 
 // snippet: concurrency-main
-// main.swift of a program that wants our main loop and the main actor. Top-level code (no
-// `async` main, no `await` here): the main thread stays ours, and the main loop, running in
-// a common mode, runs the main actor's jobs.
-func runMainLoopProgram() throws {
-  Task { @MainActor in
-    print("on the main actor, run by EventRunLoop.main")
-    EventRunLoop.main.stop()
+// main.swift of a program that wants our main loop and async code. Top-level code, no
+// `await` here: the main thread stays ours, and the body runs on the main actor.
+func runMainProgram() throws {
+  let answer = try EventRunLoop.runMain {
+    try await Task.sleep(for: .milliseconds(10))  // the main loop serves the wake-up
+    return 42
   }
-  try EventRunLoop.main.add(CustomInputSource(name: "keep-alive") {}, mode: .default)
-  try EventRunLoop.main.run()
+  print(answer)
 }
 // end snippet

@@ -21,7 +21,9 @@ extension EventRunLoop {
   /// let count = try await worker.submit { cache.count }
   /// ```
   ///
-  /// - Throws: what `body` throws; `CancellationError` when the awaiting task was cancelled
+  /// - Throws: what `body` throws; ``RunLoopError/Code/notOwningThread`` on the main loop
+  ///   when the main thread has ended (an `async` main: see ``runMain(_:)``);
+  ///   `CancellationError` when the awaiting task was cancelled
   ///   before the request started (the request is cancelled and `body` never runs; a
   ///   request already running is awaited to the end and its value returned);
   ///   ``RunLoopError/Code/loopThreadExited`` when the loop's thread exited before the
@@ -31,6 +33,7 @@ extension EventRunLoop {
     name: String = EventRunLoop.defaultPerformName,
     _ body: @escaping @Sendable () throws -> Value
   ) async throws -> Value {
+    if let unreachable = mainLoopUnreachable() { throw unreachable }
     let waiter = _PerformWaiter<Value>()
     defer { waiter.awaitResumption() }
     return try await withTaskCancellationHandler {

@@ -85,10 +85,7 @@ extension EventRunLoop {
   public func run(
     mode: LoopMode, timeout: Duration?, returnAfterSourceHandled: Bool = false
   ) throws(RunLoopError) -> RunResult {
-    guard isCurrent else {
-      throw .notOwningThread(
-        "\(self) belongs to thread \(threadID); thread \(crl_current_tid()) cannot run it")
-    }
+    guard isCurrent else { throw notOwningThreadToRun() }
     guard !mode.isCommonModes else {
       throw .invalidArgument("'.common' names a set of modes; run in one of them instead")
     }

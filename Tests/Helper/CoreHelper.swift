@@ -17,6 +17,8 @@ func runCoreHelper(_ arguments: [String]) -> Never {
     forkedChildKeepsTheForkingThreadsLoop()
   case "core-exited-owner":
     exitedOwnersHandleOnANewThread()
+  case "core-run-main":
+    runMainScenario()
   default:
     print("unknown core subcommand \(arguments)")
     exit(2)
@@ -192,5 +194,32 @@ private func exitedOwnersHandleOnANewThread() -> Never {
     }
   }
   print("reused=\(box.reused) current=\(box.current)")
+  exit(0)
+}
+
+/// `core-run-main`: `EventRunLoop.runMain` from this synchronous main runs an async body on
+/// the main actor, served by the main loop, returns its value, then rethrows a body's error.
+private func runMainScenario() -> Never {
+  struct Refused: Error {}
+  do {
+    let value = try EventRunLoop.runMain {
+      print("body on the main thread: \(EventRunLoop.main.isCurrent)")
+      let served = try await EventRunLoop.main.submit { "submitted work served by the main loop" }
+      print(served)
+      try await Task.sleep(for: .milliseconds(5))
+      print("main loop running: \(EventRunLoop.main.isRunning)")
+      return 42
+    }
+    print("value: \(value)")
+    do {
+      _ = try EventRunLoop.runMain { () throws -> Int in throw Refused() }
+      print("not rethrown")
+    } catch {
+      print("rethrown: \(error is Refused)")
+    }
+  } catch {
+    print("error: \(error)")
+    exit(1)
+  }
   exit(0)
 }
