@@ -12,6 +12,7 @@ let package = Package(
     .library(name: "RunLoopPorts", targets: ["RunLoopPorts"]),
     .library(name: "RunLoopObservers", targets: ["RunLoopObservers"]),
     .library(name: "RunLoopTracing", targets: ["RunLoopTracing"]),
+    .library(name: "RunLoopLifecycle", targets: ["RunLoopLifecycle"]),
     .library(name: "RunLoopJournal", targets: ["RunLoopJournal"]),
     .library(name: "RunLoopLogging", targets: ["RunLoopLogging"]),
     .executable(name: "runloop-demo", targets: ["RunLoopDemo"]),
@@ -26,6 +27,9 @@ let package = Package(
     // `swift package generate-documentation` (the README's documentation command).
     .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
+    // Test-only: `debounce` on a loop's clock (RunLoopTimersTests).
+    .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
   ],
   targets: [
     // Linux system calls that Glibc does not expose to Swift (epoll, eventfd, timerfd, signalfd).
@@ -135,7 +139,10 @@ let package = Package(
       path: "Tests/Support"),
     .testTarget(
       name: "RunLoopCoreTests",
-      dependencies: ["CRunLoopLinux", "RunLoopCore", "RunLoopTestHelper", "RunLoopTestSupport"],
+      dependencies: [
+        "CRunLoopLinux", "RunLoopCore", "RunLoopTestHelper", "RunLoopTestSupport",
+        "RunLoopAsyncMainHelper",
+      ],
       path: "Tests/CoreTests"
     ),
     .testTarget(
@@ -163,8 +170,40 @@ let package = Package(
     ),
     .testTarget(
       name: "RunLoopTimersTests",
-      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopTestSupport"],
+      dependencies: [
+        "RunLoopCore", "RunLoopTimers", "RunLoopTestSupport",
+        .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+      ],
       path: "Tests/TimersTests"
+    ),
+    // Loops as swift-service-lifecycle services: its own target, so Core stays bare.
+    .target(
+      name: "RunLoopLifecycle",
+      dependencies: [
+        "RunLoopCore", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+      ],
+      path: "Sources/Lifecycle"
+    ),
+    // A ServiceGroup of a loop group and an echo server, shut down by SIGTERM in the tests.
+    .executableTarget(
+      name: "RunLoopLifecycleHelper",
+      dependencies: [
+        "RunLoopCore", "RunLoopPorts", "RunLoopLifecycle",
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      path: "Tests/LifecycleHelper"
+    ),
+    // A program with an `async` main: the main loop's misuse fails with a clear error.
+    .executableTarget(
+      name: "RunLoopAsyncMainHelper", dependencies: ["RunLoopCore"],
+      path: "Tests/AsyncMainHelper"),
+    .testTarget(
+      name: "RunLoopLifecycleTests",
+      dependencies: [
+        "RunLoopCore", "RunLoopLifecycle", "RunLoopTestSupport", "RunLoopLifecycleHelper",
+      ],
+      path: "Tests/LifecycleTests"
     ),
     // The same scenarios run on CFRunLoop and on ours, their traces compared one for one
     // (Docs/RunLoopGuide.docc, SequenceOfEvents.md, "Where we differ from Core Foundation").

@@ -74,13 +74,28 @@ extension EventRunLoop {
   public func sleep(
     for duration: Duration, tolerance: Duration = .zero, inModes modes: [LoopMode] = [.common]
   ) async throws {
+    try await sleep(until: .now + duration, tolerance: tolerance, inModes: modes)
+  }
+
+  /// Suspends the calling task until `deadline`, measured by a one-shot ``LoopTimer`` on
+  /// this loop (see ``sleep(for:tolerance:inModes:)``); ``LoopTimerClock`` sleeps with it.
+  ///
+  /// ```swift
+  /// try await worker.sleep(until: .now + .seconds(1), tolerance: .milliseconds(100))
+  /// ```
+  ///
+  /// - Throws: what ``sleep(for:tolerance:inModes:)`` throws.
+  public func sleep(
+    until deadline: ContinuousClock.Instant, tolerance: Duration = .zero,
+    inModes modes: [LoopMode] = [.common]
+  ) async throws {
     let sleeper = _TimerSleeper()
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation {
         (continuation: UnsafeContinuation<Void, any Error>) in
         sleeper.begin(continuation)
         // A one-shot timer never throws at creation.
-        let timer = try! LoopTimer(fireAt: .now + duration, tolerance: tolerance, name: "sleep") {
+        let timer = try! LoopTimer(fireAt: deadline, tolerance: tolerance, name: "sleep") {
           _ in sleeper.finish(nil)
         }
         guard sleeper.attach(timer) else { return }
