@@ -55,14 +55,6 @@ public final class LoopGroupService: Service, Sendable {
   /// - Throws: what ``/RunLoopCore/RunLoopGroup/join()`` throws.
   public func run() async throws {
     let group = self.group
-    try await withTaskCancellationHandler {
-      try await withGracefulShutdownHandler {
-        try await group.join()
-      } onGracefulShutdown: {
-        group.stop()
-      }
-    } onCancel: {
-      group.stop()
-    }
+    try await runUntilEnded(stop: { group.stop() }, wait: { try await group.join() })
   }
 }

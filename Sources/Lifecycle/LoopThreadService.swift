@@ -63,14 +63,6 @@ public final class LoopThreadService: Service, Sendable {
   /// - Throws: what ``/RunLoopCore/RunLoopThread/join()-(async)`` throws.
   public func run() async throws {
     let thread = self.thread
-    try await withTaskCancellationHandler {
-      try await withGracefulShutdownHandler {
-        try await thread.join()
-      } onGracefulShutdown: {
-        thread.stop()
-      }
-    } onCancel: {
-      thread.stop()
-    }
+    try await runUntilEnded(stop: { thread.stop() }, wait: { try await thread.join() })
   }
 }
