@@ -22,7 +22,7 @@ import Synchronization
 /// try worker.join()
 /// ```
 ///
-/// An error thrown by the entry closure is never lost: ``join()`` throws it (wrapped as
+/// An error thrown by the entry closure is never lost: `join()` (blocking or awaited) throws it (wrapped as
 /// ``RunLoopError/Code/threadFailed``), ``failure`` keeps it, and it is passed to
 /// ``failureHandler`` (which prints to standard error unless replaced).
 public final class RunLoopThread: Sendable {

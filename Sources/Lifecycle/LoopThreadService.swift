@@ -60,7 +60,7 @@ public final class LoopThreadService: Service, Sendable {
   /// try await worker.run()
   /// ```
   ///
-  /// - Throws: what ``/RunLoopCore/RunLoopThread/join()-(async)`` throws.
+  /// - Throws: what `RunLoopThread.join()` throws.
   public func run() async throws {
     let thread = self.thread
     try await runUntilEnded(stop: { thread.stop() }, wait: { try await thread.join() })
