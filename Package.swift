@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "RunLoopLifecycle", targets: ["RunLoopLifecycle"]),
     .library(name: "RunLoopJournal", targets: ["RunLoopJournal"]),
     .library(name: "RunLoopLogging", targets: ["RunLoopLogging"]),
+    .library(name: "RunLoopPrometheus", targets: ["RunLoopPrometheus"]),
     .executable(name: "runloop-demo", targets: ["RunLoopDemo"]),
     .executable(name: "runloop-bench", targets: ["RunLoopBench"]),
     .executable(name: "runloop-tutorial", targets: ["RunLoopTutorial"]),
@@ -30,6 +31,7 @@ let package = Package(
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
     // Test-only: `debounce` on a loop's clock (RunLoopTimersTests).
     .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+    .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
   ],
   targets: [
     // Linux system calls that Glibc does not expose to Swift (epoll, eventfd, timerfd, signalfd).
@@ -92,13 +94,26 @@ let package = Package(
       ],
       path: "Sources/TracingJournal"
     ),
+    // Loop metrics in the Prometheus exposition format (swift-prometheus), served by a loop
+    // through a socket source: its own target, so that Observers keeps no such dependency.
+    .target(
+      name: "RunLoopPrometheus",
+      dependencies: [
+        "RunLoopCore", "RunLoopPorts", "RunLoopObservers",
+        .product(name: "Prometheus", package: "swift-prometheus"),
+        .product(name: "CoreMetrics", package: "swift-metrics"),
+      ],
+      path: "Sources/Prometheus"
+    ),
     .executableTarget(
       name: "RunLoopDemo",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
         "RunLoopJournal",
-        "RunLoopLogging",
+        "RunLoopLogging", "RunLoopPrometheus",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "Prometheus", package: "swift-prometheus"),
+        .product(name: "CoreMetrics", package: "swift-metrics"),
         .product(name: "Logging", package: "swift-log"),
       ],
       path: "Sources/Demo"
@@ -167,6 +182,14 @@ let package = Package(
         .product(name: "Logging", package: "swift-log"),
       ],
       path: "Tests/TracingTests"
+    ),
+    .testTarget(
+      name: "RunLoopPrometheusTests",
+      dependencies: [
+        "RunLoopCore", "RunLoopPorts", "RunLoopObservers", "RunLoopPrometheus",
+        "RunLoopTestSupport", .product(name: "Prometheus", package: "swift-prometheus"),
+      ],
+      path: "Tests/PrometheusTests"
     ),
     .testTarget(
       name: "RunLoopTimersTests",

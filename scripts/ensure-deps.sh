@@ -6,8 +6,9 @@
 # (the demo's countdown and top tests drive a terminal), and libuv1-dev and libglib2.0-dev
 # (the peers that the Benchmarks package measures; it takes sd-event from libsystemd-dev),
 # spin (the model checker scripts/check-models.sh runs on Models/), logrotate (the log
-# rotation tests rotate the demo's JSON log with it) and strace (scripts/fault-inject.sh
-# injects system-call failures with it).
+# rotation tests rotate the demo's JSON log with it), strace (scripts/fault-inject.sh
+# injects system-call failures with it) and prometheus (the test that lets a real
+# Prometheus scrape the demo's metrics endpoint).
 # Does nothing when all are present.
 set -euo pipefail
 
@@ -23,6 +24,7 @@ command -v rsvg-convert >/dev/null 2>&1 || missing+=(librsvg2-bin)
 command -v spin >/dev/null 2>&1 || missing+=(spin)
 [ -x /usr/sbin/logrotate ] || missing+=(logrotate)
 command -v strace >/dev/null 2>&1 || missing+=(strace)
+[ -x /usr/bin/prometheus ] || missing+=(prometheus)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

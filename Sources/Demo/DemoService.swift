@@ -39,7 +39,12 @@ final class DemoService: @unchecked Sendable {
     var stallThreshold: Duration? = nil
     /// For tests: the second heartbeat blocks the main loop this long.
     var injectedStall: Duration? = nil
+    /// When set, the main loop serves the loop metrics to Prometheus here.
+    var metricsAddress: SocketEndpoint? = nil
   }
+
+  /// The exit status when the metrics address cannot be listened on (EX_UNAVAILABLE).
+  static let metricsUnavailableStatus: Int32 = 69
 
   /// The exit status when the JSON log lost records (EX_IOERR of sysexits.h).
   static let incompleteLogStatus: Int32 = 74
@@ -92,6 +97,17 @@ final class DemoService: @unchecked Sendable {
     // A reader that goes away (`runloop-demo run | head -1`) ends the run like SIGTERM: with
     // SIGPIPE ignored the next write fails with EPIPE, see say(_:).
     signal(SIGPIPE, SIG_IGN)
+    // Before anything is written: a taken address ends the run with nothing half started.
+    var metricsServer: MetricsServer?
+    if let address = options.metricsAddress {
+      do {
+        metricsServer = try MetricsServer(address: address)
+      } catch {
+        StandardStreams.error(
+          "runloop-demo: cannot serve metrics at \(address): \(error.message)")
+        return Self.metricsUnavailableStatus
+      }
+    }
     let jsonSink: JSONLinesSink
     do {
       jsonSink = try openJSONLog()
@@ -123,7 +139,7 @@ final class DemoService: @unchecked Sendable {
       }
     }
     let tracer = LoopTracer(sinks: sinks)
-    let metrics = LoopMetrics()
+    let metrics = LoopMetrics(exportingTo: metricsServer?.factory)
     tracer.attachToAllLoops()
     metrics.attachToAllLoops()
     let watchdog = options.stallThreshold.map {
@@ -141,6 +157,16 @@ final class DemoService: @unchecked Sendable {
     }
     if journal != nil {
       say("  journald: journalctl -t \(options.identifier) RUNLOOP_RUN=\(tracer.runID)")
+    }
+    if let metricsServer, case .tcp(let host, _)? = options.metricsAddress {
+      try metricsServer.start(on: mainLoop) { [journal] in
+        MetricsServer.Totals(
+          stalls: watchdog?.reports.stalls ?? 0, journalDrops: journal?.droppedOrFailed ?? 0,
+          jsonRecordsLost: jsonSink.statistics.recordsLost,
+          jsonRecordsPending: jsonSink.statistics.recordsPending)
+      }
+      let shown = host.contains(":") ? "[\(host)]" : host
+      say("  metrics: http://\(shown):\(metricsServer.endpoint.localPort ?? 0)/metrics")
     }
 
     mainLoop.addCommonMode(Self.critical)
@@ -228,6 +254,7 @@ final class DemoService: @unchecked Sendable {
       }
     }
     for timer in extraTimers { timer.invalidate() }
+    metricsServer?.endpoint.close()
     debouncer.cancel()
     signals.invalidate()
     progressSource.invalidate()

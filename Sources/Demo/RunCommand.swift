@@ -1,4 +1,6 @@
 import ArgumentParser
+import RunLoopPorts
+import RunLoopPrometheus
 
 /// `runloop-demo run`: the traced service.
 struct RunCommand: ParsableCommand {
@@ -24,10 +26,15 @@ struct RunCommand: ParsableCommand {
 
       SIGHUP reopens the JSON log (after a rotation renamed it) and the run goes on.
 
+      With --metrics-address, the main loop also serves the loop metrics (utilization,
+      call-out delays by kind, stalls, drops, perform queue depths) to Prometheus at
+      http://<address>/metrics.
+
       Exit status: 0 when the JSON log is complete; 74 when it lost records (a full disk,
       a failed write, a file deleted or truncated during the run, a reader too slow for the
       shutdown bound), with the figures on standard error; 73 when another process writes
-      the log; 1 for other errors, 64 for bad flags.
+      the log; 69 when the metrics address cannot be listened on (taken, or not this
+      host's); 1 for other errors, 64 for bad flags.
 
       Every activity, call-out and sleep of every loop goes to the JSON log (complete)
       and to journald (best effort). Find this run's records with:
@@ -85,6 +92,13 @@ struct RunCommand: ParsableCommand {
       valueName: "duration"))
   var stallThreshold: DurationArgument?
 
+  @Option(
+    name: .customLong("metrics-address"),
+    help: ArgumentHelp(
+      "Serve the loop metrics to Prometheus at http://<address>/metrics (127.0.0.1:9464, [::1]:9464; port 0 picks a free one).",
+      valueName: "host:port"))
+  var metricsAddress: String?
+
   @Option(name: .customLong("inject-stall"), help: .hidden)
   var injectStall: DurationArgument?
 
@@ -94,6 +108,17 @@ struct RunCommand: ParsableCommand {
     }
     guard !jsonLog.isEmpty else { throw ValidationError("--json-log needs a path") }
     guard !identifier.isEmpty else { throw ValidationError("--identifier cannot be empty") }
+    _ = try metricsEndpoint()
+  }
+
+  /// The parsed `--metrics-address`; a bad one is a usage error (exit status 64).
+  private func metricsEndpoint() throws -> SocketEndpoint? {
+    guard let metricsAddress else { return nil }
+    do {
+      return try PrometheusEndpoint.address(metricsAddress)
+    } catch {
+      throw ValidationError("--metrics-address: \(error.message)")
+    }
   }
 
   func run() throws {
@@ -102,7 +127,8 @@ struct RunCommand: ParsableCommand {
         workers: workers, duration: duration?.duration, jsonLogPath: jsonLog,
         journal: !noJournal, journalSocket: journalSocket, identifier: identifier,
         shutdownTimeout: shutdownTimeout.duration, fifoWait: fifoWait.duration,
-        stallThreshold: stallThreshold?.duration, injectedStall: injectStall?.duration))
+        stallThreshold: stallThreshold?.duration, injectedStall: injectStall?.duration,
+        metricsAddress: try metricsEndpoint()))
     let status = try service.run()
     if status != 0 { throw ExitCode(status) }
   }
