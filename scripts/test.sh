@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what is missing, starts journald when
-# none answers, checks the spin models, runs every test, runs it again under
+# none answers, checks the spin models, runs every test, injects system-call failures into
+# the demo (a quick subset of scripts/fault-inject.sh), runs it again under
 # ThreadSanitizer, builds the benchmark in release mode, fuzzes briefly, builds the peers'
 # benchmark (Benchmarks/) and runs it briefly, builds the documentation and checks the
 # formatting. Exits non-zero on the first
@@ -29,6 +30,9 @@ step "documentation (DocC; fails on any warning)"
 bash scripts/docs.sh .build/docs
 step "tests"
 swift test --disable-xctest 2>&1 | tee -a "$log"
+# A subset of the system-call fault injection (scripts/fault-inject.sh runs every case).
+step "fault injection (strace, quick subset)"
+bash scripts/fault-inject.sh --quick
 step "tests under ThreadSanitizer"
 swift test --disable-xctest --sanitize=thread --scratch-path .build-tsan 2>&1 | tee -a "$log"
 if grep -q "WARNING: ThreadSanitizer" "$log"; then
