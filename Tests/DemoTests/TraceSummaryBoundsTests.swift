@@ -30,17 +30,23 @@ struct TraceSummaryBoundsTests {
     return run.kilobytes
   }
 
-  @Test func twentyThousandLoopIdsStayInBoundedMemoryAndTheFoldedLoopsAreCounted() throws {
-    let log = try Self.writeLog(
-      "bounds-loops",
-      (1...40_000).map { Self.callout($0, loop: UInt64($0 % 20_000) + 1, kind: "timer", name: "n") }
-    )
-    let base = try Self.baseline()
+  /// Runs `trace summary` on `log`, checking its peak memory against a 30-record log's.
+  static func summariseInBoundedMemory(_ log: String) throws -> DemoResult {
+    let base = try baseline()
     let run = try TraceToolStreamingTests.peakResidentKilobytes(["trace", "summary", log])
     #expect(run.status == 0)
     #expect(run.kilobytes - base < 100_000, "\(run.kilobytes) KiB, \(base) KiB for 30 records")
     let result = try runDemo(["trace", "summary", log], timeout: .seconds(120))
     #expect(result.status == 0, "\(result.stderr)")
+    return result
+  }
+
+  @Test func twentyThousandLoopIdsStayInBoundedMemoryAndTheFoldedLoopsAreCounted() throws {
+    let log = try Self.writeLog(
+      "bounds-loops",
+      (1...40_000).map { Self.callout($0, loop: UInt64($0 % 20_000) + 1, kind: "timer", name: "n") }
+    )
+    let result = try Self.summariseInBoundedMemory(log)
     let limit = TraceSummary.Builder.loopLimit
     #expect(
       result.stdout.contains(
@@ -52,12 +58,7 @@ struct TraceSummaryBoundsTests {
     let log = try Self.writeLog(
       "bounds-kinds",
       (1...30_000).map { Self.callout($0, loop: 1, kind: "k\($0 % 3_000)", name: "job-\($0)") })
-    let base = try Self.baseline()
-    let run = try TraceToolStreamingTests.peakResidentKilobytes(["trace", "summary", log])
-    #expect(run.status == 0)
-    #expect(run.kilobytes - base < 100_000, "\(run.kilobytes) KiB, \(base) KiB for 30 records")
-    let result = try runDemo(["trace", "summary", log], timeout: .seconds(120))
-    #expect(result.status == 0, "\(result.stderr)")
+    let result = try Self.summariseInBoundedMemory(log)
     #expect(result.stdout.contains("  delay (other kinds):"), "\(result.stdout.prefix(2000))")
     #expect(
       result.stdout.contains("call-outs under names past the first"),
