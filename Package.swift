@@ -19,6 +19,7 @@ let package = Package(
     .executable(name: "runloop-demo", targets: ["RunLoopDemo"]),
     .executable(name: "runloop-bench", targets: ["RunLoopBench"]),
     .executable(name: "runloop-tutorial", targets: ["RunLoopTutorial"]),
+    .executable(name: "runloop-start-here", targets: ["RunLoopStartHere"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
@@ -254,8 +255,15 @@ let package = Package(
       path: "Docs",
       exclude: [
         "README.md", "Snippets/README.md", "images", "trace-schema.json", "runloop-demo.service",
-        "Tutorial",
+        "Tutorial", "StartHere",
       ]
+    ),
+    // The first run loop of the article "Start here" (RunLoopGuide.docc/StartHere.md), the whole
+    // program as the article shows it: `swift run runloop-start-here`.
+    .executableTarget(
+      name: "RunLoopStartHere",
+      dependencies: ["RunLoopCore", "RunLoopTimers", "RunLoopObservers"],
+      path: "Docs/StartHere"
     ),
     // The tutorial "Build a traced worker service": each step's code is a file of the catalog
     // (RunLoopGuide.docc/Resources/Tutorial), linked into Docs/Tutorial, so the package builds
@@ -272,8 +280,8 @@ let package = Package(
       name: "IntegrationTests",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
-        "RunLoopJournal",
-        "RunLoopGuide", "RunLoopTutorial", "RunLoopTestSupport",
+        "RunLoopJournal", "RunLoopGuide", "RunLoopTutorial", "RunLoopStartHere",
+        "RunLoopTestSupport",
       ],
       path: "Tests/IntegrationTests"
     ),

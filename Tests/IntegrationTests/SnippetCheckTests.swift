@@ -35,11 +35,16 @@ struct SnippetCheckTests {
 
   /// The ```swift blocks of a Markdown text, dedented.
   static func swiftBlocks(in text: String) -> [String] {
+    blocks(in: text, language: "swift")
+  }
+
+  /// The fenced blocks of a Markdown text in `language` (```text, ```sh), dedented.
+  static func blocks(in text: String, language: String) -> [String] {
     var blocks: [String] = []
     var current: [String]?
     for line in text.components(separatedBy: "\n") {
       let trimmed = line.trimmingCharacters(in: .whitespaces)
-      if current == nil, trimmed == "```swift" {
+      if current == nil, trimmed == "```" + language {
         current = []
       } else if current != nil, trimmed == "```" {
         blocks.append(dedent(current!))

@@ -8,28 +8,14 @@ import Testing
 /// prints what the tutorial says, in the order the loops make certain.
 @Suite("Tutorial: Build a traced worker service")
 struct TutorialStepTests {
-  /// The built `runloop-tutorial`, next to the test bundle.
-  static let binary: String = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    .deletingLastPathComponent().appendingPathComponent("runloop-tutorial").path
-
   /// Runs step `step` in a fresh directory; returns its output lines and the directory.
   static func run(step: Int) throws -> (lines: [String], directory: String) {
     let unique = "\(getpid())-\(step)-\(UInt32.random(in: 0...UInt32.max))"
     let directory = NSTemporaryDirectory() + "tutorial-" + unique
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: binary)
-    process.arguments = ["\(step)"]
-    process.currentDirectoryURL = URL(fileURLWithPath: directory)
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    let ended = ProcessExitSignal(process)
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    #expect(ended.waitOrKill(process, timeout: .seconds(30)), "step \(step) did not end")
-    #expect(process.terminationStatus == 0, "step \(step) exited \(process.terminationStatus)")
-    let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
-    return (lines, directory)
+    let (status, output) = try GuideProgram("runloop-tutorial").run(["\(step)"], in: directory)
+    #expect(status == 0, "step \(step) exited \(status)")
+    return (output.split(separator: "\n").map(String.init), directory)
   }
 
   /// Whether `expected` occur in `lines` in this order (other lines may come between).
