@@ -53,7 +53,7 @@ func concurrencyDelayExample(worker: EventRunLoop) async throws {
   // snippet: concurrency-delay
   // DispatchQueue.main.asyncAfter(deadline: .now() + 1) { ... }
   let autosave = worker.perform(after: .seconds(1), inModes: [.default]) { print("autosave") }
-  autosave.cancel()  // unlike asyncAfter, it can be taken back
+  autosave.cancel()  // before it runs, as a DispatchWorkItem's cancel()
   // Task.sleep, on the loop's timers: it honours modes and tolerance.
   try await worker.sleep(for: .milliseconds(200), tolerance: .milliseconds(20))
   // end snippet

@@ -42,6 +42,22 @@ struct ScenarioCommandTests {
   func everyScenarioExitsZeroWithAllItsClaimsHolding(name: String) throws {
     let result = try runDemo(["scenario", name])
     #expect(result.exitedNormally && result.status == 0, "\(result.stdout)\n\(result.stderr)")
+  /// Demo.md's list of the scenarios is what `scenario --list` prints, line for line.
+  @Test func theDemoArticleListsEveryScenarioAsTheCommandDoes() throws {
+    let article = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+      .deletingLastPathComponent().deletingLastPathComponent()
+      .appendingPathComponent("Docs/RunLoopGuide.docc/Demo.md")
+    let text = try String(contentsOf: article, encoding: .utf8)
+    let list = try #require(
+      text.components(separatedBy: "```text\n").first {
+        $0.hasPrefix("thread-attributes ")
+      })
+    let shown = list.components(separatedBy: "\n```").first ?? ""
+    let result = try runDemo(["scenario", "--list"])
+    #expect(result.status == 0)
+    #expect(shown == result.stdout.trimmingCharacters(in: .newlines))
+  }
+
     #expect(result.stdout.contains("== \(name):"))
     #expect(result.stdout.contains("✓"))
     #expect(!result.stdout.contains("✗"), "\(result.stdout)")
