@@ -20,6 +20,7 @@ let package = Package(
     .executable(name: "runloop-bench", targets: ["RunLoopBench"]),
     .executable(name: "runloop-tutorial", targets: ["RunLoopTutorial"]),
     .executable(name: "runloop-start-here", targets: ["RunLoopStartHere"]),
+    .executable(name: "runloop-snippets", targets: ["RunLoopSnippetRunner"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
@@ -250,13 +251,20 @@ let package = Package(
       name: "RunLoopGuide",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
-        "RunLoopJournal",
+        "RunLoopJournal", "RunLoopLogging", .product(name: "Logging", package: "swift-log"),
+        .product(name: "CoreMetrics", package: "swift-metrics"),
       ],
       path: "Docs",
       exclude: [
         "README.md", "Snippets/README.md", "images", "trace-schema.json", "runloop-demo.service",
-        "Tutorial", "StartHere",
+        "Tutorial", "StartHere", "SnippetRunner",
       ]
+    ),
+    // Runs one region of Docs/Snippets as a process of its own (`runloop-snippets NAME`), so
+    // that SnippetRunTests runs each block an article shows and compares its output.
+    .executableTarget(
+      name: "RunLoopSnippetRunner", dependencies: ["RunLoopGuide", "RunLoopCore"],
+      path: "Docs/SnippetRunner"
     ),
     // The first run loop of the article "Start here" (RunLoopGuide.docc/StartHere.md), the whole
     // program as the article shows it: `swift run runloop-start-here`.
@@ -281,7 +289,7 @@ let package = Package(
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
         "RunLoopJournal", "RunLoopGuide", "RunLoopTutorial", "RunLoopStartHere",
-        "RunLoopTestSupport",
+        "RunLoopSnippetRunner", "RunLoopTestSupport",
       ],
       path: "Tests/IntegrationTests"
     ),

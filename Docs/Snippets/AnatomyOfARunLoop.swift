@@ -2,7 +2,7 @@ import RunLoopCore
 import RunLoopObservers
 import RunLoopTimers
 
-func anatomyExample() throws {
+package func anatomyExample() throws {
   // snippet: anatomy-worker
   let worker = RunLoopThread(name: "anatomy") { thread in
     let loop = thread.runLoop
@@ -33,7 +33,7 @@ func anatomyExample() throws {
   // end snippet
 }
 
-func anatomyResultExample() throws {
+package func anatomyResultExample() throws {
   // snippet: anatomy-result
   let loop = EventRunLoop.current
   switch try loop.run(mode: .default, timeout: .seconds(1)) {

@@ -1,7 +1,7 @@
 import Glibc
 import RunLoopCore
 
-func customSourceExample() throws {
+package func customSourceExample() throws {
   // snippet: custom-source
   let loop = EventRunLoop.current
   let source = CustomInputSource(
@@ -19,7 +19,7 @@ func customSourceExample() throws {
   // end snippet
 }
 
-func wakeExample(source: CustomInputSource, loop: EventRunLoop) {
+package func wakeExample(source: CustomInputSource, loop: EventRunLoop) {
   // snippet: signal-and-wake
   // On any thread: mark the source ready, then wake the loop if it sleeps.
   source.signal()
@@ -30,7 +30,7 @@ func wakeExample(source: CustomInputSource, loop: EventRunLoop) {
   // end snippet
 }
 
-func descriptorWatchExample(pipeReadEnd: Int32) throws {
+package func descriptorWatchExample(pipeReadEnd: Int32) throws {
   // snippet: descriptor-watch
   let watch = DescriptorWatch(fileDescriptor: pipeReadEnd, name: "pipe") { events in
     var byte: UInt8 = 0
@@ -88,7 +88,7 @@ final class CommandBufferSource: Sendable {
 }
 // end snippet
 
-func commandBufferExample() throws {
+package func commandBufferExample() throws {
   // snippet: command-buffer-use
   let registry = SourceRegistry()
   let commandSource = CommandBufferSource(registry: registry) { command in

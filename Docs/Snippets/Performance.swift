@@ -2,7 +2,7 @@ import RunLoopCore
 import RunLoopObservers
 import RunLoopTimers
 
-func performanceSpinExample() throws {
+package func performanceSpinExample() throws {
   // snippet: performance-spin
   let worker = RunLoopThread(name: "worker") { thread in
     let loop = thread.runLoop

@@ -1,6 +1,6 @@
 import RunLoopCore
 
-func modesHeldExample() throws {
+package func modesHeldExample() throws {
   // snippet: modes-held
   let loop = EventRunLoop.current
   let importing: LoopMode = "import"
@@ -20,7 +20,7 @@ func modesHeldExample() throws {
   // end snippet
 }
 
-func modesCommonExample() throws {
+package func modesCommonExample() throws {
   // snippet: modes-common
   let loop = EventRunLoop.current
   assert(loop.isCommonMode(.default))  // a common mode from the start
@@ -35,7 +35,7 @@ func modesCommonExample() throws {
   // end snippet
 }
 
-func modesNestedExample() throws {
+package func modesNestedExample() throws {
   // snippet: modes-nested
   let loop = EventRunLoop.current
   let modal: LoopMode = "modal"

@@ -10,7 +10,7 @@ private func render() -> Int { 42 }
 private func refresh() {}
 private func redraw() {}
 
-func concurrencySyncAsyncExample(worker: EventRunLoop) async throws {
+package func concurrencySyncAsyncExample(worker: EventRunLoop) async throws {
   // snippet: concurrency-sync-async
   // DispatchQueue.sync: block this thread until the work ran there.
   try worker.performAndWait { configure() }
@@ -23,7 +23,7 @@ func concurrencySyncAsyncExample(worker: EventRunLoop) async throws {
   // end snippet
 }
 
-func concurrencySerialQueueExample() throws {
+package func concurrencySerialQueueExample() throws {
   // snippet: concurrency-serial-queue
   let worker = RunLoopThread(name: "worker") { thread in
     // Something to watch, so that a run in the default mode does not return at once.
@@ -40,7 +40,7 @@ func concurrencySerialQueueExample() throws {
   try worker.join()
 }
 
-func concurrencyOwnThreadExample(worker: EventRunLoop) throws {
+package func concurrencyOwnThreadExample(worker: EventRunLoop) throws {
   // snippet: concurrency-own-thread
   worker.perform {
     // DispatchQueue.main.sync from the main queue deadlocks; this runs inline instead.
@@ -49,7 +49,7 @@ func concurrencyOwnThreadExample(worker: EventRunLoop) throws {
   // end snippet
 }
 
-func concurrencyDelayExample(worker: EventRunLoop) async throws {
+package func concurrencyDelayExample(worker: EventRunLoop) async throws {
   // snippet: concurrency-delay
   // DispatchQueue.main.asyncAfter(deadline: .now() + 1) { ... }
   let autosave = worker.perform(after: .seconds(1), inModes: [.default]) { print("autosave") }
@@ -59,7 +59,7 @@ func concurrencyDelayExample(worker: EventRunLoop) async throws {
   // end snippet
 }
 
-func concurrencyTicksExample(loop: EventRunLoop) async {
+package func concurrencyTicksExample(loop: EventRunLoop) async {
   // snippet: concurrency-ticks
   // Timer.publish(every: 1, on: .main, in: .common).autoconnect().sink { ... }
   let ticks = loop.ticks(every: .seconds(1), inModes: [.common])
@@ -69,7 +69,7 @@ func concurrencyTicksExample(loop: EventRunLoop) async {
   // end snippet
 }
 
-func concurrencySuspendExample(loop: EventRunLoop) throws {
+package func concurrencySuspendExample(loop: EventRunLoop) throws {
   // snippet: concurrency-suspend
   // DispatchSourceTimer: makeTimerSource, schedule, resume to start, suspend, resume again.
   let countdown = try LoopTimer(fireAt: .now + .seconds(1), every: .seconds(1)) { _ in
@@ -101,7 +101,7 @@ actor Indexer {
 }
 // end snippet
 
-func concurrencyActorExample(worker: EventRunLoop) async throws {
+package func concurrencyActorExample(worker: EventRunLoop) async throws {
   // snippet: concurrency-actor-use
   let indexer = Indexer(loop: worker)
   let count = await indexer.index("README.md")  // a job, run in the loop's common modes
@@ -111,7 +111,7 @@ func concurrencyActorExample(worker: EventRunLoop) async throws {
   // end snippet
 }
 
-func concurrencyModesExample(loop: EventRunLoop) async {
+package func concurrencyModesExample(loop: EventRunLoop) async {
   // snippet: concurrency-modes
   // Jobs of this executor run only while the loop runs in "tracking"; elsewhere they wait.
   let tracking = loop.executor(modes: ["tracking"])
@@ -121,7 +121,7 @@ func concurrencyModesExample(loop: EventRunLoop) async {
   // end snippet
 }
 
-func concurrencySequencesExample(worker: EventRunLoop, pipeReadEnd: Int32) async throws {
+package func concurrencySequencesExample(worker: EventRunLoop, pipeReadEnd: Int32) async throws {
   // snippet: concurrency-sequences
   let (port, messages) = try InProcessPort.messages(on: worker, buffering: .oldest(256))
   try port.send(msgid: 1, before: .now + .seconds(1))
@@ -136,7 +136,7 @@ func concurrencySequencesExample(worker: EventRunLoop, pipeReadEnd: Int32) async
   // end snippet
 }
 
-func concurrencyNamedPortRequestsExample(worker: EventRunLoop) async throws {
+package func concurrencyNamedPortRequestsExample(worker: EventRunLoop) async throws {
   // snippet: concurrency-named-port-requests
   // The server: requests arrive in a task; each is answered once, from any thread or task.
   let (server, requests) = try NamedPortServer.requests(
@@ -166,3 +166,9 @@ func runMainProgram() throws {
   print(answer)
 }
 // end snippet
+
+/// The program of the region above, for `runloop-snippets` (the region shows it as a
+/// function of `main.swift`, where it needs no access level).
+package func mainLoopProgram() throws {
+  try runMainLoopProgram()
+}

@@ -1,7 +1,7 @@
 import RunLoopCore
 import RunLoopObservers
 
-func sequenceWatchExample() throws {
+package func sequenceWatchExample() throws {
   // snippet: sequence-watch
   let loop = EventRunLoop.current
   let observer = LoopObserver(activities: .allActivities) { _, activity in
@@ -24,7 +24,7 @@ func sequenceWatchExample() throws {
   // end snippet
 }
 
-func sequenceEmptyExample() throws {
+package func sequenceEmptyExample() throws {
   // snippet: sequence-empty
   let loop = EventRunLoop.current
   let mode: LoopMode = "nothing-here"
@@ -33,7 +33,7 @@ func sequenceEmptyExample() throws {
   // end snippet
 }
 
-func sequenceOneSourceExample() throws {
+package func sequenceOneSourceExample() throws {
   // snippet: sequence-one-source
   let loop = EventRunLoop.current
   let first = CustomInputSource(name: "first", order: 1) { print("first") }

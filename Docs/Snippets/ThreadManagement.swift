@@ -1,7 +1,7 @@
 import Glibc
 import RunLoopCore
 
-func threadAttributesExample() throws {
+package func threadAttributesExample() throws {
   // snippet: thread-attributes
   let indexer = RunLoopThread(
     name: "indexer",  // Linux keeps the first 15 bytes: see `top -H`
@@ -18,7 +18,7 @@ func threadAttributesExample() throws {
 
 struct IndexingFailed: Error {}
 
-func threadErrorExample() throws {
+package func threadErrorExample() throws {
   // snippet: thread-errors
   RunLoopThread.failureHandler = { thread, error in
     print("thread \(thread.name) failed: \(error)")  // on the failing thread
@@ -34,7 +34,7 @@ func threadErrorExample() throws {
   // end snippet
 }
 
-func threadDictionaryExample() throws {
+package func threadDictionaryExample() throws {
   // snippet: thread-dictionary
   let worker = RunLoopThread(name: "worker") { thread in
     let attempts = thread.withThreadDictionary { $0["attempts"] as? Int ?? 0 }
@@ -48,7 +48,7 @@ func threadDictionaryExample() throws {
   // end snippet
 }
 
-func exitPatternExample() throws {
+package func exitPatternExample() throws {
   // snippet: thread-exit-pattern
   let worker = RunLoopThread(name: "chunker") { thread in
     let loop = thread.runLoop
@@ -82,7 +82,7 @@ func exitPatternExample() throws {
   // end snippet
 }
 
-func sharedStateExample() {
+package func sharedStateExample() {
   // snippet: thread-shared-state
   let commands = GuardedState<[String]>([])
 

@@ -1,7 +1,7 @@
 import Dispatch
 import RunLoopCore
 
-func getLoopsExample() {
+package func getLoopsExample() {
   // snippet: using-get
   let mine = EventRunLoop.current  // created on first use, the same object from then on
   let main = EventRunLoop.main  // reachable from any thread
@@ -9,7 +9,7 @@ func getLoopsExample() {
   // end snippet
 }
 
-func skeletonThreadMain() throws {
+package func skeletonThreadMain() throws {
   // snippet: using-skeleton
   let loop = EventRunLoop.current
   // Add sources and timers here: a mode with nothing in it returns .finished at once.
@@ -24,7 +24,7 @@ func skeletonThreadMain() throws {
   // end snippet
 }
 
-func runVariantsExample() throws {
+package func runVariantsExample() throws {
   // snippet: using-run-variants
   let loop = EventRunLoop.current
   try loop.run()  // default mode, until stop() or nothing is left to watch
@@ -36,7 +36,7 @@ func runVariantsExample() throws {
   // end snippet
 }
 
-func performExample() throws {
+package func performExample() throws {
   // snippet: using-perform
   let worker = RunLoopThread(name: "worker") { thread in
     try thread.runLoop.add(CustomInputSource(name: "keep-alive") {}, mode: .default)
@@ -60,7 +60,7 @@ func performExample() throws {
   // end snippet
 }
 
-func mainLoopExample() throws {
+package func mainLoopExample() throws {
   // snippet: using-main
   // On the main thread (anywhere else, running the main loop throws notOwningThread).
   DispatchQueue.main.async { print("a main-queue block") }

@@ -1,7 +1,7 @@
 import RunLoopCore
 import RunLoopTimers
 
-func noRunLoopExample() throws {
+package func noRunLoopExample() throws {
   // snippet: when-no-loop
   // A fixed job with nothing to wait for: the thread never runs its loop.
   let checksum = RunLoopThread(name: "checksum") { _ in
@@ -14,7 +14,7 @@ func noRunLoopExample() throws {
   // end snippet
 }
 
-func periodicWorkerExample() throws {
+package func periodicWorkerExample() throws {
   // snippet: when-periodic-worker
   // Messages from other threads: a custom input source.
   let flush = CustomInputSource(name: "flush") { print("flush now") }

@@ -2,15 +2,16 @@ import Foundation
 import Testing
 
 /// Ties the articles to compiled code: each ```swift block of a checked article (in the DocC
-/// catalog Docs/RunLoopGuide.docc) must appear, verbatim (after removing common indentation),
-/// inside a `// snippet:` region of a file in Docs/Snippets, which the RunLoopGuide target
-/// compiles.
+/// catalog Docs/RunLoopGuide.docc) must appear, verbatim (after removing common indentation
+/// and the imports it shows, which its file must have), inside a `// snippet:` region of a
+/// file in Docs/Snippets, which the RunLoopGuide target compiles.
 @Suite("Documentation snippets compile")
 struct SnippetCheckTests {
   static let checkedArticles = [
     "AnatomyOfARunLoop.md", "RunLoopModes.md", "InputSources.md", "SequenceOfEvents.md",
     "WhenToUseARunLoop.md", "UsingRunLoopObjects.md", "ThreadManagement.md", "Performance.md",
-    "RunLoopsAndSwiftConcurrency.md",
+    "RunLoopsAndSwiftConcurrency.md", "RunLoopObservers.md", "PortBasedSources.md",
+    "TracingARunLoop.md",
   ]
 
   static let docs: URL = URL(fileURLWithPath: #filePath)
@@ -27,10 +28,29 @@ struct SnippetCheckTests {
     #expect(!blocks.isEmpty, "\(article) has no Swift code block")
     let regions = try Self.snippetRegions()
     for block in blocks {
-      #expect(
-        regions.contains { $0.contains(block) },
-        "\(article): this block is not in Docs/Snippets:\n\(block)")
+      let (imports, code) = Self.splitImports(block)
+      let region = regions.first { $0.text.contains(code) }
+      #expect(region != nil, "\(article): this block is not in Docs/Snippets:\n\(block)")
+      if let region {
+        let missing = imports.filter { !region.imports.contains($0) }
+        #expect(missing.isEmpty, "\(article): \(region.file) does not import \(missing)")
+      }
     }
+  }
+
+  /// A block's leading `import` lines (the modules they name) and the code after them. An
+  /// article may show the imports a block needs; the snippet file holds them at its top.
+  static func splitImports(_ block: String) -> (imports: [String], code: String) {
+    var lines = block.components(separatedBy: "\n")[...]
+    var imports: [String] = []
+    while let first = lines.first, first.hasPrefix("import ") || (!imports.isEmpty && first.isEmpty)
+    {
+      if let module = first.split(separator: " ").dropFirst().first {
+        imports.append(String(module))
+      }
+      lines = lines.dropFirst()
+    }
+    return (imports, lines.joined(separator: "\n"))
   }
 
   /// The ```swift blocks of a Markdown text, dedented.
@@ -56,23 +76,41 @@ struct SnippetCheckTests {
     return blocks
   }
 
-  /// The marked regions of every file in Docs/Snippets, dedented.
-  static func snippetRegions() throws -> [String] {
+  /// A marked region of a file in Docs/Snippets: its name, its file, its text (dedented) and
+  /// the modules its file imports.
+  struct Region {
+    let name: String
+    let file: String
+    let text: String
+    let imports: [String]
+  }
+
+  /// The marked regions of every file in Docs/Snippets.
+  static func snippetRegions() throws -> [Region] {
     let folder = docs.appendingPathComponent("Snippets")
-    var regions: [String] = []
+    var regions: [Region] = []
     for file in try FileManager.default.contentsOfDirectory(atPath: folder.path)
     where file.hasSuffix(".swift") {
       let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
-      var current: [String]?
-      for line in text.components(separatedBy: "\n") {
+      let lines = text.components(separatedBy: "\n")
+      let imports = lines.filter { $0.hasPrefix("import ") }.compactMap {
+        $0.split(separator: " ").dropFirst().first.map(String.init)
+      }
+      var current: (name: String, lines: [String])?
+      for line in lines {
         let trimmed = line.trimmingCharacters(in: .whitespaces)
         if trimmed.hasPrefix("// snippet:") {
-          current = []
+          current = (
+            String(trimmed.dropFirst("// snippet:".count)).trimmingCharacters(in: .whitespaces), []
+          )
         } else if trimmed == "// end snippet" {
-          if let lines = current { regions.append(dedent(lines)) }
+          if let region = current {
+            regions.append(
+              Region(name: region.name, file: file, text: dedent(region.lines), imports: imports))
+          }
           current = nil
         } else if current != nil {
-          current!.append(line)
+          current!.lines.append(line)
         }
       }
     }
