@@ -1,0 +1,1 @@
+../RunLoopGuide.docc/Resources/Tutorial/worker-service-8.swift
