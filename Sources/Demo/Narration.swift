@@ -7,6 +7,8 @@ final class Narration: Sendable {
   private let started = ContinuousClock.now
   // Guarded by its own lock: the expectations that failed.
   private let failures = GuardedState<[String]>([])
+  // Guarded by its own lock: the text of every event line, in the order printed.
+  private let events = GuardedState<[String]>([])
 
   /// Prints a line of explanation.
   func say(_ text: String) {
@@ -19,6 +21,7 @@ final class Narration: Sendable {
     let elapsed = ContinuousClock.now - started
     let thread = RunLoopThread.current?.name ?? "main"
     let column = (step?.description ?? "").padding(toLength: 7)
+    events.withLock { $0.append(text) }
     StandardStreams.out(
       "    \(milliseconds(elapsed).leftPadded(to: 9, with: " "))  \(column)  \(thread): \(text)")
   }
@@ -31,4 +34,7 @@ final class Narration: Sendable {
 
   /// The expectations that failed.
   var failed: [String] { failures.withLock { $0 } }
+
+  /// The text of every event line so far, in the order printed.
+  var eventLines: [String] { events.withLock { $0 } }
 }

@@ -6,12 +6,16 @@ struct Scenario: Sendable {
   /// The article of Docs/RunLoopGuide.docc that explains it, and the section: "TimerSources.md,
   /// Repeating timers".
   var article: String? = nil
+  /// The question `--predict` asks before the run, for the scenarios that have one.
+  var exercise: Exercise? = nil
   let body: @Sendable (Narration) throws -> Void
 
   /// Every scenario, in the order of the guide: one line each, so that adding one is a
   /// one-line change.
   static let all: [Scenario] = [
     Scenarios.threadAttributes,
+    Scenarios.rawThreads,
+    Scenarios.race,
     Scenarios.threadsAndExit,
     Scenarios.exitFlag,
     Scenarios.modes,
@@ -31,9 +35,14 @@ struct Scenario: Sendable {
     Scenarios.mainQueue,
     Scenarios.actors,
     Scenarios.stall,
+    Scenarios.busyHandler,
+    Scenarios.syncAsync,
   ]
 
   static func named(_ name: String) -> Scenario? {
     all.first { $0.name == name }
   }
+
+  /// The scenarios that `--predict` can ask about.
+  static var withExercises: [Scenario] { all.filter { $0.exercise != nil } }
 }

@@ -8,7 +8,19 @@ extension Scenarios {
   static let observers = Scenario(
     name: "observers", title: "Observers see each step of the run loop's sequence of events",
     guide: "Run Loops > Run Loop Observers, The Run Loop Sequence of Events",
-    article: "SequenceOfEvents.md, Watching the steps"
+    article: "SequenceOfEvents.md, Watching the steps",
+    exercise: Exercise(
+      setUp: [
+        "An observer for every activity and a one-shot timer due in 60 ms, in a mode of",
+        "their own; the loop runs in that mode.",
+      ],
+      question: "In which order does the observer hear these, and when does the timer fire?",
+      events: [
+        .init(text: "the observer hears afterWaiting", marker: "observer: afterWaiting"),
+        .init(text: "the timer fires", marker: "timer 'tick' fired"),
+        .init(text: "the observer hears beforeTimers", marker: "observer: beforeTimers"),
+        .init(text: "the observer hears beforeWaiting", marker: "observer: beforeWaiting"),
+      ])
   ) { narration in
     let loop = EventRunLoop.current
     let mode = LoopMode("observed")
@@ -141,7 +153,20 @@ extension Scenarios {
   static let nestedRuns = Scenario(
     name: "nested-runs", title: "A call-out may run the loop again, in another mode",
     guide: "Run Loops > Starting the Run Loop (run loops can be run recursively), Run Loop Modes",
-    article: "RunLoopModes.md, Nested runs and the current mode"
+    article: "RunLoopModes.md, Nested runs and the current mode",
+    exercise: Exercise(
+      setUp: [
+        "In 'default': a timer 'open-dialog' due at 100 ms, whose handler runs the loop again",
+        "in 'modal' for 150 ms; in 'modal': a timer 'modal-tick' every 40 ms from 140 ms.",
+      ],
+      question: "In which order do these happen?",
+      events: [
+        .init(
+          text: "the nested run in 'modal' begins (entry)", marker: "entry of a run in 'modal'"),
+        .init(text: "'modal-tick' fires", marker: "'modal-tick' fired"),
+        .init(text: "'open-dialog' fires", marker: "'open-dialog' fired"),
+        .init(text: "the nested run in 'modal' ends (exit)", marker: "exit of a run in 'modal'"),
+      ])
   ) { narration in
     let loop = EventRunLoop.current
     let modal = LoopMode("modal")

@@ -41,7 +41,7 @@ final class DemoProcess: @unchecked Sendable {
   /// descriptor (a pseudo-terminal's secondary side) and nothing is collected here.
   init(
     _ arguments: [String], executable: String = demoBinary, directory: String? = nil,
-    environment: [String: String] = [:], terminal: Int32? = nil
+    environment: [String: String] = [:], terminal: Int32? = nil, input: String? = nil
   ) throws {
     endSignal = ProcessExitSignal(process)
     process.executableURL = URL(fileURLWithPath: executable)
@@ -62,8 +62,14 @@ final class DemoProcess: @unchecked Sendable {
     let err = Pipe()
     process.standardOutput = out
     process.standardError = err
-    process.standardInput = FileHandle.nullDevice
+    let inputPipe = input.map { _ in Pipe() }
+    process.standardInput = inputPipe ?? FileHandle.nullDevice
     try process.run()
+    if let inputPipe, let input {
+      // Everything at once, then end of file: what `echo ANSWER | runloop-demo ...` gives.
+      inputPipe.fileHandleForWriting.write(Data(input.utf8))
+      try inputPipe.fileHandleForWriting.close()
+    }
     collect(out.fileHandleForReading.fileDescriptor, stderr: false)
     collect(err.fileHandleForReading.fileDescriptor, stderr: true)
   }
@@ -132,9 +138,10 @@ final class DemoProcess: @unchecked Sendable {
 /// Runs the demo to its end.
 func runDemo(
   _ arguments: [String], directory: String? = nil, environment: [String: String] = [:],
-  timeout: Duration = .seconds(20)
+  input: String? = nil, timeout: Duration = .seconds(20)
 ) throws -> DemoResult {
-  try DemoProcess(arguments, directory: directory, environment: environment).wait(timeout: timeout)
+  try DemoProcess(arguments, directory: directory, environment: environment, input: input)
+    .wait(timeout: timeout)
 }
 
 /// What a complete JSON log looks like, per loop: entries and exits balance (every run that
