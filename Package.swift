@@ -251,8 +251,10 @@ let package = Package(
       name: "RunLoopGuide",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
-        "RunLoopJournal", "RunLoopLogging", .product(name: "Logging", package: "swift-log"),
+        "RunLoopJournal", "RunLoopLogging", "RunLoopPrometheus",
+        .product(name: "Logging", package: "swift-log"),
         .product(name: "CoreMetrics", package: "swift-metrics"),
+        .product(name: "Prometheus", package: "swift-prometheus"),
       ],
       path: "Docs",
       exclude: [

@@ -211,6 +211,12 @@ let regions: [(name: String, coverage: Coverage)] = [
   ("tracing-attach", .runs(tracingAttachExample)),
   ("tracing-per-request", .runs(tracingPerRequestExample)),
   (
+    "tracing-prometheus",
+    .compiledOnly(
+      "binds 127.0.0.1:9464 and serves for ever; PrometheusScrapeTests runs the same endpoint"
+        + " against a real Prometheus")
+  ),
+  (
     "tracing-logging",
     .runs {
       let worker = RunLoopThread(name: "worker") { thread in

@@ -170,5 +170,5 @@ func runMainProgram() throws {
 /// The program of the region above, for `runloop-snippets` (the region shows it as a
 /// function of `main.swift`, where it needs no access level).
 package func mainLoopProgram() throws {
-  try runMainLoopProgram()
+  try runMainProgram()
 }
