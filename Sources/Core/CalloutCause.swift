@@ -93,6 +93,17 @@ extension CalloutCause {
         ? nil : (context.trace_high, context.trace_low))
   }
 
+  /// ``capture()`` and the contexts the context instruments capture, when some instrument
+  /// that traces call-outs captured one (see ``InstrumentInterests/contexts``; one relaxed
+  /// atomic load while none asks for them), `nil` otherwise: for work that keeps its cause
+  /// only to run in its context (a timer, made now, fired later).
+  package static func captureIfContexts() -> (cause: CalloutCause, contexts: CapturedContexts)? {
+    guard calloutInstrumentCount.load(ordering: .relaxed) > 0,
+      let contexts = CapturedContexts.captureIfWanted()
+    else { return nil }
+    return (capture(), contexts)
+  }
+
   /// ``capture()`` when some instrument traces call-outs (one relaxed atomic load), `nil`
   /// otherwise: what a queue records for the call-out that later runs the effect.
   package static func captureIfTracing() -> CalloutCause? {
@@ -165,13 +176,17 @@ package struct CauseStamp: Sendable {
 /// that one queued while nothing traces call-outs carries one word for it, not a whole stamp.
 package final class CapturedCause: Sendable {
   package let stamp: CauseStamp
+  /// What the context instruments captured as the work was queued (see
+  /// ``InstrumentInterests/contexts``).
+  package let contexts: CapturedContexts?
 
   /// Boxes a stamp for work queued now if some instrument wants call-outs, else `nil`.
   package static func ifTracing() -> CapturedCause? {
-    CauseStamp.ifTracing().map(CapturedCause.init)
+    CauseStamp.ifTracing().map { CapturedCause($0, contexts: CapturedContexts.captureIfWanted()) }
   }
 
-  private init(_ stamp: CauseStamp) {
+  private init(_ stamp: CauseStamp, contexts: CapturedContexts?) {
     self.stamp = stamp
+    self.contexts = contexts
   }
 }

@@ -35,9 +35,9 @@ public struct CalloutRecord: Sendable, Hashable {
   /// if let due = record.dueAt { print("late by", record.start - due) }
   /// ```
   public let dueAt: ContinuousClock.Instant?
-  /// The call-out's span: an id unique in the process, never 0 for a call-out the loop
-  /// made (0 only in records built by hand without one). What a ``CalloutCause/span``
-  /// points at.
+  /// The call-out's span: an id unique in the process (or the span id a tracing system
+  /// gave it, see ``CalloutIdentity``), never 0 for a call-out the loop made (0 only in
+  /// records built by hand without one). What a ``CalloutCause/span`` points at.
   ///
   /// ```swift
   /// spans[record.span] = record.name
@@ -55,11 +55,28 @@ public struct CalloutRecord: Sendable, Hashable {
   public let cause: CalloutCause?
 
   /// Creates a record; the loop makes one for each traced call-out.
+  // The trace id as two words; both 0 when the call-out belongs to no trace.
+  private let traceHigh: UInt64
+  private let traceLow: UInt64
+
+  /// The W3C trace id of the trace the call-out belongs to: the one its instruments gave it
+  /// (see ``CalloutIdentity``), else the one its ``cause`` came with, or the one it started
+  /// by sending a named-port frame; `nil` when it belongs to none.
+  ///
+  /// ```swift
+  /// if let trace = record.traceID { print(String(trace.high, radix: 16)) }
+  /// ```
+  public var traceID: (high: UInt64, low: UInt64)? {
+    traceHigh == 0 && traceLow == 0 ? nil : (traceHigh, traceLow)
+  }
+
   package init(
     kind: CalloutKind, name: String, start: ContinuousClock.Instant,
     end: ContinuousClock.Instant, dueAt: ContinuousClock.Instant? = nil, span: UInt64 = 0,
-    cause: CalloutCause? = nil
+    cause: CalloutCause? = nil, traceID: (high: UInt64, low: UInt64)? = nil
   ) {
+    self.traceHigh = traceID?.high ?? 0
+    self.traceLow = traceID?.low ?? 0
     self.kind = kind
     self.name = name
     self.start = start

@@ -59,7 +59,7 @@ public final class CustomInputSource: ModeScheduledItem, Sendable {
     // The cause of the first signal since the source last ran, with that signal's stamp (so
     // a perform never reports the cause of a later signal); recorded only while some
     // instrument wants call-outs.
-    var cause: (stamp: UInt64, cause: CalloutCause)?
+    var cause: (stamp: UInt64, cause: CalloutCause, contexts: CapturedContexts?)?
   }
 
   private struct Registration {
@@ -141,8 +141,9 @@ public final class CustomInputSource: ModeScheduledItem, Sendable {
     // cause of the perform. (Recorded after the stamp: a pass that takes the signal in
     // between finds no cause for that stamp, rather than another signal's.)
     let cause = first && traced ? CalloutCause.capture() : nil
+    let contexts = cause == nil ? nil : CapturedContexts.captureIfWanted()
     shared.withLock { shared in
-      if let cause { shared.cause = (stamp, cause) }
+      if let cause { shared.cause = (stamp, cause, contexts) }
       var lastLoop: UInt64?
       for registration in shared.registrations where registration.loopID != lastLoop {
         // The first signal since the source last ran: the loops it is in learn of it, so
@@ -213,11 +214,11 @@ public final class CustomInputSource: ModeScheduledItem, Sendable {
   }
 
   /// Who made the signal with `stamp`, if it was recorded; forgets it.
-  func takeCause(ofSignal stamp: UInt64) -> CalloutCause? {
+  func takeCause(ofSignal stamp: UInt64) -> (cause: CalloutCause, contexts: CapturedContexts?)? {
     shared.withLock { shared in
       guard let recorded = shared.cause, recorded.stamp == stamp else { return nil }
       shared.cause = nil
-      return recorded.cause
+      return (recorded.cause, recorded.contexts)
     }
   }
 

@@ -64,59 +64,100 @@ extension EventRunLoop {
     }
   }
 
-  /// Runs `body` as a call-out into user code: when an instrument wants call-outs, the loop
-  /// times it, gives it a span (see ``CalloutRecord/span``) and reports a
+  /// Runs `body` as a call-out into user code, on behalf of the work `cause` queued: when an
+  /// instrument wants call-outs, the loop times it, gives it a span (see ``CalloutRecord/span``) and reports a
   /// ``CalloutRecord``; otherwise it just runs it. The package's other modules that call
   /// user code on the loop (timers, observers) go through this so that traces see them.
   ///
   /// Call it on the loop's thread; from another thread it just runs `body`.
   package func withCallout<Result, Failure: Error>(
     _ kind: CalloutKind, name: String, dueAt: ContinuousClock.Instant? = nil,
+    cause: CalloutCause? = nil, contexts: CapturedContexts? = nil,
     _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
     guard wantsCallouts() else { return try body() }
-    return try tracedCallout(kind, name: name, cause: nil, body) { dueAt }
+    return try tracedCallout(kind, name: name, cause: cause, contexts: contexts, body) { dueAt }
   }
 
-  /// ``withCallout(_:name:dueAt:_:)`` for the loop's own call-outs, with `dueAt` a
-  /// ``LoopClock`` reading and the `cause` of the work (see ``CalloutCause``): the one
+  /// ``withCallout(_:name:dueAt:cause:contexts:_:)`` for the loop's own call-outs, with `dueAt` a
+  /// ``LoopClock`` reading, the `cause` of the work (see ``CalloutCause``) and the contexts
+  /// captured as it was queued (see ``InstrumentInterests/contexts``): the one
   /// place every call-out of a pass goes through. Kind, name, due time and cause are read
   /// only when an instrument wants the call-out, so an untraced one costs one atomic load
   /// and does not fetch its kind (a global) or its name.
   package func callOut<Result, Failure: Error>(
     _ kind: @autoclosure () -> CalloutKind, name: @autoclosure () -> String,
     dueAt: @autoclosure () -> Int64? = nil, cause: @autoclosure () -> CalloutCause? = nil,
-    _ body: () throws(Failure) -> Result
+    contexts: @autoclosure () -> CapturedContexts? = nil, _ body: () throws(Failure) -> Result
   ) throws(Failure) -> Result {
     guard wantsCallouts() else { return try body() }
-    return try tracedCallout(kind(), name: name(), cause: cause(), body) {
+    return try tracedCallout(kind(), name: name(), cause: cause(), contexts: contexts(), body) {
       dueAt().map(LoopClock.instant(ofNanoseconds:))
     }
   }
 
-  /// A call-out an instrument wants: a new span, published in the thread's call-out context
-  /// for its duration (so that whatever it queues can name it as the cause; the outer
-  /// call-out's context is restored after, for call-outs of nested runs), timed and
-  /// reported.
+  /// A call-out an instrument wants: run inside the contexts of the instruments that ask
+  /// for them (see ``InstrumentInterests/contexts``; a bit test when none does), then traced.
   private func tracedCallout<Result, Failure: Error>(
-    _ kind: CalloutKind, name: String, cause: CalloutCause?,
+    _ kind: CalloutKind, name: String, cause: CalloutCause?, contexts: CapturedContexts?,
+    _ body: () throws(Failure) -> Result, dueAt: () -> ContinuousClock.Instant?
+  ) throws(Failure) -> Result {
+    guard local.instruments.interests.contains(.contexts) else {
+      return try timedCallout(kind, name: name, cause: cause, identity: nil, body, dueAt: dueAt)
+    }
+    return try calloutInContexts(
+      local.instruments.entries[...], kind, name: name, cause: cause, contexts: contexts,
+      identity: nil, body, dueAt: dueAt)
+  }
+
+  /// Hands the call-out to the first context instrument of `entries`, which runs the rest
+  /// inside its context; the innermost identity an instrument gives names the call-out.
+  private func calloutInContexts<Result, Failure: Error>(
+    _ entries: ArraySlice<InstrumentCache.Entry>, _ kind: CalloutKind, name: String,
+    cause: CalloutCause?, contexts: CapturedContexts?, identity: CalloutIdentity?,
+    _ body: () throws(Failure) -> Result, dueAt: () -> ContinuousClock.Instant?
+  ) throws(Failure) -> Result {
+    guard let index = entries.firstIndex(where: { $0.interests.contains(.contexts) }) else {
+      return try timedCallout(
+        kind, name: name, cause: cause, identity: identity, body, dueAt: dueAt)
+    }
+    let instrument = entries[index].instrument
+    return try instrument.runLoop(
+      self, callingOut: kind, name: name, cause: cause,
+      context: contexts?.context(capturedBy: instrument), passInfo()
+    ) { (given: CalloutIdentity?) throws(Failure) -> Result in
+      try calloutInContexts(
+        entries[(index + 1)...], kind, name: name, cause: cause, contexts: contexts,
+        identity: given ?? identity, body, dueAt: dueAt)
+    }
+  }
+
+  /// The call-out itself: a span (the instruments' `identity`, or a new one), published in
+  /// the thread's call-out context for its duration (so that whatever it queues can name it
+  /// as the cause; the outer call-out's context is restored after, for call-outs of nested
+  /// runs), timed and reported.
+  private func timedCallout<Result, Failure: Error>(
+    _ kind: CalloutKind, name: String, cause: CalloutCause?, identity: CalloutIdentity?,
     _ body: () throws(Failure) -> Result, dueAt: () -> ContinuousClock.Instant?
   ) throws(Failure) -> Result {
     let context = crl_current_callout_context()!
     let outer = context.pointee
-    let span = crl_next_span()
-    let trace = cause?.traceID
+    let span = identity?.span ?? crl_next_span()
+    let trace = identity?.traceID ?? cause?.traceID
     context.pointee = crl_callout_context(
       span: span, loop: id, trace_high: trace?.high ?? 0, trace_low: trace?.low ?? 0)
     announceCallout(kind, name: name)
     let start = LoopClock.now()
     defer {
       let end = LoopClock.now()
+      // Read back: a call-out without a trace starts one when it sends a named-port frame.
+      let traceID = (context.pointee.trace_high, context.pointee.trace_low)
       context.pointee = outer
       reportCallout(
         CalloutRecord(
           kind: kind, name: name, start: LoopClock.instant(ofNanoseconds: start),
-          end: LoopClock.instant(ofNanoseconds: end), dueAt: dueAt(), span: span, cause: cause))
+          end: LoopClock.instant(ofNanoseconds: end), dueAt: dueAt(), span: span, cause: cause,
+          traceID: traceID == (0, 0) ? nil : traceID))
     }
     return try body()
   }
@@ -239,11 +280,25 @@ let processInstrumentsVersion = Atomic<UInt64>(0)
 let calloutInstrumentCount = Atomic<Int>(0)
 
 func noteInstrumentAdded(_ instrument: any RunLoopInstrument) {
-  guard instrument.interests.contains(.callouts) else { return }
+  let interests = instrument.interests
+  if interests.contains(.contexts) {
+    contextInstruments.withLock { $0.append(instrument) }
+    contextInstrumentCount.wrappingAdd(1, ordering: .relaxed)
+  }
+  guard interests.contains(.callouts) else { return }
   calloutInstrumentCount.wrappingAdd(1, ordering: .relaxed)
 }
 
 func noteInstrumentRemoved(_ instrument: any RunLoopInstrument) {
-  guard instrument.interests.contains(.callouts) else { return }
+  let interests = instrument.interests
+  if interests.contains(.contexts) {
+    let removed = contextInstruments.withLock { list -> Bool in
+      guard let index = list.firstIndex(where: { $0 === instrument }) else { return false }
+      list.remove(at: index)
+      return true
+    }
+    if removed { contextInstrumentCount.wrappingSubtract(1, ordering: .relaxed) }
+  }
+  guard interests.contains(.callouts) else { return }
   calloutInstrumentCount.wrappingSubtract(1, ordering: .relaxed)
 }

@@ -41,9 +41,13 @@ extension EventRunLoop {
     var handled = false
     for (_, stamp, source) in batch where source.isValid && source.consumeSignal() {
       handled = true
+      // Taken only while something traces call-outs, as the call-out reads it only then.
+      let origin =
+        calloutInstrumentCount.load(ordering: .relaxed) > 0
+        ? source.takeCause(ofSignal: stamp) : nil
       callOut(
-        .source, name: source.name, dueAt: source.signalTime,
-        cause: source.takeCause(ofSignal: stamp)
+        .source, name: source.name, dueAt: source.signalTime, cause: origin?.cause,
+        contexts: origin?.contexts
       ) { source.performHandler() }
       if onlyFirst { break }
     }

@@ -49,6 +49,18 @@ public struct InstrumentInterests: OptionSet, Sendable, Hashable {
   /// var interests: InstrumentInterests { [.activities, .callouts, .calloutStarts] }
   /// ```
   public static let calloutStarts = InstrumentInterests(rawValue: 1 << 3)
+  /// The context of the code that queues work (see
+  /// ``RunLoopInstrument/captureContext()``), and each call-out run inside the context its
+  /// work was queued in (see
+  /// ``RunLoopInstrument/runLoop(_:callingOut:name:cause:context:_:_:)``): what a bridge to a
+  /// distributed tracing system asks for, with ``callouts``, so that a call-out's span is a
+  /// child of the code that caused it. Not part of ``all``; while no instrument asks for it,
+  /// queueing work captures nothing and a call-out is not wrapped.
+  ///
+  /// ```swift
+  /// var interests: InstrumentInterests { [.callouts, .contexts] }
+  /// ```
+  public static let contexts = InstrumentInterests(rawValue: 1 << 4)
   /// Activities, call-outs and sleeps.
   ///
   /// ```swift

@@ -154,7 +154,8 @@ public final class PerformRequest: Sendable {
     // Moved out: the request lets go of its closure as it runs it.
     if let body = body.take() {
       loop.callOut(
-        .block, name: name, dueAt: stamp?.stamp.queuedAt, cause: stamp?.stamp.cause, body)
+        .block, name: name, dueAt: stamp?.stamp.queuedAt, cause: stamp?.stamp.cause,
+        contexts: stamp?.contexts, body)
     }
     stateBits.store(State.finished.rawValue, ordering: .releasing)
     done?.signal()

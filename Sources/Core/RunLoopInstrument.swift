@@ -45,6 +45,30 @@ public protocol RunLoopInstrument: AnyObject, Sendable {
   func runLoop(
     _ loop: EventRunLoop, didSleepFrom start: ContinuousClock.Instant,
     to end: ContinuousClock.Instant, _ info: LoopPassInfo)
+
+  /// The context of the calling thread's code, captured as it queues work for a loop: a
+  /// perform request (plain, awaited or delayed), a timer it creates, a custom source it
+  /// signals, an in-process port message it sends. The call-out that later runs the work
+  /// hands it back (see ``runLoop(_:callingOut:name:cause:context:_:_:)``). Asked only of an
+  /// instrument whose ``interests`` include ``InstrumentInterests/contexts``, on the thread
+  /// that queues the work, whichever loop the work goes to; keep it cheap (a task-local
+  /// read).
+  func captureContext() -> (any Sendable)?
+
+  /// Runs a call-out inside the context of the code that caused it (only for an instrument
+  /// whose ``interests`` include ``InstrumentInterests/contexts``): the instrument binds
+  /// `context`, the one it captured when the work was queued (`nil` if it captured none, or
+  /// if the work came from another process: it may then derive one from the `cause`'s trace
+  /// id and span), calls `body` once,
+  /// and may hand it the ids its tracing system gave the call-out, which the loop then uses
+  /// as the call-out's span and trace (``CalloutRecord/span``, ``CalloutRecord/traceID``).
+  /// Called on the loop's thread, with no lock held; `body` times and reports the call-out,
+  /// so what the instrument does around it is not part of the call-out's duration.
+  func runLoop<Result, Failure: Error>(
+    _ loop: EventRunLoop, callingOut kind: CalloutKind, name: String, cause: CalloutCause?,
+    context: (any Sendable)?, _ info: LoopPassInfo,
+    _ body: (CalloutIdentity?) throws(Failure) -> Result
+  ) throws(Failure) -> Result
 }
 
 extension RunLoopInstrument {
@@ -105,4 +129,33 @@ extension RunLoopInstrument {
     _ loop: EventRunLoop, didSleepFrom start: ContinuousClock.Instant,
     to end: ContinuousClock.Instant, _ info: LoopPassInfo
   ) {}
+
+  /// Captures nothing: an instrument that does not ask for contexts need not implement it.
+  ///
+  /// ```swift
+  /// func captureContext() -> (any Sendable)? { ServiceContext.current }
+  /// ```
+  public func captureContext() -> (any Sendable)? { nil }
+
+  /// Runs `body` with no identity: an instrument that does not ask for contexts need not
+  /// implement it.
+  ///
+  /// ```swift
+  /// func runLoop<Result, Failure: Error>(
+  ///   _ loop: EventRunLoop, callingOut kind: CalloutKind, name: String, cause: CalloutCause?,
+  ///   context: (any Sendable)?, _ info: LoopPassInfo,
+  ///   _ body: (CalloutIdentity?) throws(Failure) -> Result
+  /// ) throws(Failure) -> Result {
+  ///   let request = context as? String
+  ///   print("\(name) runs for request \(request ?? "none")")
+  ///   return try body(nil)
+  /// }
+  /// ```
+  public func runLoop<Result, Failure: Error>(
+    _ loop: EventRunLoop, callingOut kind: CalloutKind, name: String, cause: CalloutCause?,
+    context: (any Sendable)?, _ info: LoopPassInfo,
+    _ body: (CalloutIdentity?) throws(Failure) -> Result
+  ) throws(Failure) -> Result {
+    try body(nil)
+  }
 }

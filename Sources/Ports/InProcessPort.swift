@@ -411,7 +411,7 @@ public final class InProcessPort: @unchecked Sendable {
       }
       loop.callOut(
         .port, name: name, dueAt: message.stamp?.stamp.queuedAt,
-        cause: message.stamp?.stamp.cause
+        cause: message.stamp?.stamp.cause, contexts: message.stamp?.contexts
       ) { handler(message) }
     }
   }

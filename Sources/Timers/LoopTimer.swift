@@ -129,6 +129,9 @@ public final class LoopTimer: @unchecked Sendable {
       schedule.date = .nanoseconds(now)
       packed.schedule = schedule
     }
+    // Only a timer made in a context some instrument keeps (one atomic load otherwise) pays
+    // for the extras that carry it to the firings.
+    if let origin = CalloutCause.captureIfContexts() { packed.cause = origin }
     self.packed = packed
   }
 
@@ -254,7 +257,10 @@ public final class LoopTimer: @unchecked Sendable {
     guard isValid else { return }
     if !repeats { invalidate() }
     if let loop = runLoop, loop.isCurrent {
-      loop.withCallout(.timer, name: name, dueAt: nil) { handler(self) }
+      let origin = withScheduleState { _, _ in packed.cause }.0
+      loop.withCallout(
+        .timer, name: name, dueAt: nil, cause: origin?.cause, contexts: origin?.contexts
+      ) { handler(self) }
     } else {
       handler(self)
     }

@@ -1,3 +1,5 @@
+import RunLoopCore
+
 /// A timer's ``_TimerSchedule`` (and its suspension) in 16 bytes: the one place of the module
 /// that packs bits. It exists for the memory per timer: a ``LoopTimer`` is 88 bytes (a
 /// 96-byte block of malloc's) with this, and the schedule as plain fields (three `Duration`s)
@@ -116,6 +118,17 @@ struct _PackedSchedule {
     self.schedule = schedule
   }
 
+  /// The cause of the timer's firings and the contexts they run in: the code that created
+  /// it, while some instrument captures contexts (see `CalloutCause.captureIfContexts()`);
+  /// kept in the extras, as few timers have one.
+  var cause: (cause: CalloutCause, contexts: CapturedContexts)? {
+    get { extras?.cause }
+    set {
+      guard newValue != nil || extras != nil else { return }
+      ensureExtras(interval: interval).cause = newValue
+    }
+  }
+
   /// Whether the timer has extras (for tests of the layout).
   var hasExtras: Bool { extrasPointer != nil }
 
@@ -143,6 +156,8 @@ final class _TimerExtras {
   let interval: Duration?
   var tolerance: Duration = .zero
   var suspendedRemaining: Duration?
+  /// What created the timer, when an instrument captured its context (``cause``).
+  var cause: (cause: CalloutCause, contexts: CapturedContexts)?
   /// The exact date when the key is not (below the nanosecond, or saturated); else `nil`.
   var exactDate: Duration?
 

@@ -125,7 +125,10 @@ struct _SchedulerState {
   /// a firing timer), yet it still keeps its modes from being empty.
   mutating func takeDue(
     in mode: ActiveMode, now: Int64, before horizon: UInt64
-  ) -> (timer: LoopTimer, dueAt: ContinuousClock.Instant, sequence: UInt64, repeats: Bool)? {
+  ) -> (
+    timer: LoopTimer, dueAt: ContinuousClock.Instant, sequence: UInt64, repeats: Bool,
+    origin: (cause: CalloutCause, contexts: CapturedContexts)?
+  )? {
     while true {
       var best: _TimerHeap.Node?
       for queue in queues where queue.count > 0 && queue.serves(mode) {
@@ -140,7 +143,8 @@ struct _SchedulerState {
       guard timer.isValid else { continue }
       firing.append(timer)
       return (
-        timer, _TimerClock.instant(at: schedule.date), timer.sequence, schedule.interval != nil
+        timer, _TimerClock.instant(at: schedule.date), timer.sequence, schedule.interval != nil,
+        timer.packed.cause
       )
     }
   }

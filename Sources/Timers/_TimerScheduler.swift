@@ -141,7 +141,12 @@ final class _TimerScheduler: @unchecked Sendable {
       let timer = due.timer
       // Invalidated by another thread since it was taken: a call-out not begun is not made.
       if timer.isValid {
-        loop.withCallout(.timer, name: timer.name, dueAt: due.dueAt) { timer.handler(timer) }
+        loop.withCallout(
+          .timer, name: timer.name, dueAt: due.dueAt, cause: due.origin?.cause,
+          contexts: due.origin?.contexts
+        ) {
+          timer.handler(timer)
+        }
       }
       // As CFRunLoop does: the next fire date is computed now that the call-out has
       // returned, as the first grid point later than now, so a call-out that overran its
