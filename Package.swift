@@ -16,6 +16,7 @@ let package = Package(
     .library(name: "RunLoopJournal", targets: ["RunLoopJournal"]),
     .library(name: "RunLoopLogging", targets: ["RunLoopLogging"]),
     .library(name: "RunLoopPrometheus", targets: ["RunLoopPrometheus"]),
+    .library(name: "RunLoopSpans", targets: ["RunLoopSpans"]),
     .executable(name: "runloop-demo", targets: ["RunLoopDemo"]),
     .executable(name: "runloop-bench", targets: ["RunLoopBench"]),
     .executable(name: "runloop-tutorial", targets: ["RunLoopTutorial"]),
@@ -34,6 +35,7 @@ let package = Package(
     // Test-only: `debounce` on a loop's clock (RunLoopTimersTests).
     .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
     .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+    .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.3.0"),
   ],
   targets: [
     // Linux system calls that Glibc does not expose to Swift (epoll, eventfd, timerfd, signalfd).
@@ -106,6 +108,16 @@ let package = Package(
         .product(name: "CoreMetrics", package: "swift-metrics"),
       ],
       path: "Sources/Prometheus"
+    ),
+    // Call-outs as swift-distributed-tracing spans, parented on the context of the code that
+    // caused them: its own target, so that Core and Tracing keep no such dependency.
+    .target(
+      name: "RunLoopSpans",
+      dependencies: [
+        "RunLoopCore", "RunLoopObservers", "CRunLoopLinux",
+        .product(name: "Tracing", package: "swift-distributed-tracing"),
+      ],
+      path: "Sources/Spans"
     ),
     .executableTarget(
       name: "RunLoopDemo",
@@ -192,6 +204,25 @@ let package = Package(
         "RunLoopTestSupport", .product(name: "Prometheus", package: "swift-prometheus"),
       ],
       path: "Tests/PrometheusTests"
+    ),
+    .testTarget(
+      name: "RunLoopSpansTests",
+      dependencies: [
+        "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopSpans",
+        "RunLoopTestSupport", "RunLoopSpansTestSupport",
+        .product(name: "Tracing", package: "swift-distributed-tracing"),
+        .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+      ],
+      path: "Tests/SpansTests"
+    ),
+    // The tracer the spans' tests bootstrap (in the test process and in the helper process).
+    .target(
+      name: "RunLoopSpansTestSupport",
+      dependencies: [
+        .product(name: "Tracing", package: "swift-distributed-tracing"),
+        .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+      ],
+      path: "Tests/SpansSupport"
     ),
     .testTarget(
       name: "RunLoopTimersTests",
