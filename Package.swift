@@ -151,6 +151,8 @@ let package = Package(
       name: "RunLoopTestHelper",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
+        "RunLoopSpans", "RunLoopSpansTestSupport",
+        .product(name: "Tracing", package: "swift-distributed-tracing"),
       ],
       path: "Tests/Helper"
     ),
@@ -209,7 +211,7 @@ let package = Package(
       name: "RunLoopSpansTests",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopSpans",
-        "RunLoopTestSupport", "RunLoopSpansTestSupport",
+        "RunLoopTestSupport", "RunLoopSpansTestSupport", "RunLoopTestHelper",
         .product(name: "Tracing", package: "swift-distributed-tracing"),
         .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
       ],
