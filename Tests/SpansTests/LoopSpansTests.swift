@@ -40,7 +40,6 @@ struct LoopSpansTests {
       try port.add(to: loop, mode: .default)
       try loop.add(source, mode: .default)
     }
-    defer { stopLoopThread(worker) }
     let loop = worker.runLoop
 
     var context = ServiceContext.topLevel
@@ -63,6 +62,8 @@ struct LoopSpansTests {
     let names = ["plain", "awaited", "delayed", "timer", "port", "source"]
     #expect(await eventuallyAsync { seen.withLock { $0.count } == names.count })
     #expect(seen.withLock { $0 } == Dictionary(uniqueKeysWithValues: names.map { ($0, "r-1") }))
+    // Each span ends after its body returned.
+    stopLoopThread(worker)
 
     let finished = recorder.finishedSpans
     let request = try #require(finished.first { $0.operationName == "request" })
@@ -85,6 +86,10 @@ struct LoopSpansTests {
     loop.addInstrument(probe)
     _ = try await loop.submit(name: "attributed") {}
     #expect(await eventuallyAsync { ids.withLock { !$0.isEmpty } })
+    // The span ends after the loop reported the call-out.
+    #expect(
+      await eventuallyAsync { recorder.finishedSpans.contains { $0.operationName == "attributed" } }
+    )
     let span = try #require(recorder.finishedSpans.last { $0.operationName == "attributed" })
     #expect(span.attributes["runloop.callout.kind"]?.toSpanAttribute() == "block")
     #expect(span.attributes["runloop.loop"]?.toSpanAttribute() == .int64(Int64(loop.id)))
