@@ -211,7 +211,8 @@ let package = Package(
       name: "RunLoopSpansTests",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopSpans",
-        "RunLoopTestSupport", "RunLoopSpansTestSupport", "RunLoopTestHelper",
+        "RunLoopTestSupport", "RunLoopSpansTestSupport", "RunLoopTestHelper", "RunLoopTracing",
+        "RunLoopLogging", "RunLoopJournal", .product(name: "Logging", package: "swift-log"),
         .product(name: "Tracing", package: "swift-distributed-tracing"),
         .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
       ],

@@ -226,6 +226,7 @@ public final class LoopTracer: RunLoopInstrument, Sendable {
     }
     event.span = callout.span
     event.cause = callout.cause
+    if let trace = callout.traceID { (event.traceHigh, event.traceLow) = trace }
     send(&event, mode: info.mode.name, calloutKind: callout.kind.name, calloutName: callout.name)
   }
 
@@ -283,7 +284,7 @@ public final class LoopTracer: RunLoopInstrument, Sendable {
         duration: event.kind == .activity ? nil : event.duration,
         dueAt: event.hasDue ? event.dueAt : nil,
         lateness: event.hasDue ? event.lateness : nil)
-      record.setSpan(event.span, cause: event.cause)
+      record.setSpan(event.span, cause: event.cause, trace: (event.traceHigh, event.traceLow))
       for sink in sinks { sink.enqueue(record) }
     case .released:
       // Closed: a loop that had not yet seen the detach still called.

@@ -1,5 +1,5 @@
 extension TraceRecord {
-  /// The record as one line of JSON (schema version 3), keys in schema order, ending in a
+  /// The record as one line of JSON (schema version 4), keys in schema order, ending in a
   /// newline.
   ///
   /// ```swift

@@ -21,12 +21,13 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// ```swift
   /// assert(record.version == TraceRecord.schemaVersion)
   /// ```
-  public static let schemaVersion = 3
+  public static let schemaVersion = 4
 
   /// The schema versions ``TraceLog`` reads: version 1 is version 2 without the stall and
   /// recovery records and their keys; version 2 is version 3 without the span and cause
-  /// keys.
-  package static let readableVersions: ClosedRange<Int> = 1...3
+  /// keys; version 3's `trace` is the trace id a call-out's cause came with, version 4's the
+  /// one the call-out belongs to.
+  package static let readableVersions: ClosedRange<Int> = 1...4
 
   /// The schema version of the record (``schemaVersion``).
   ///
@@ -144,8 +145,9 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// let lateness = record.lateness
   /// ```
   public var lateness: Int64?
-  /// The call-out's span (16 lowercase hex digits): an id unique in its process, which the
-  /// `causeSpan` of the work it queued names; only in call-out records.
+  /// The call-out's span (16 lowercase hex digits): an id unique in its process (the tracing
+  /// system's span id, when `RunLoopSpans` made the call-out a span), which the `causeSpan`
+  /// of the work it queued names; only in call-out records.
   ///
   /// ```swift
   /// let children = records.filter { $0.causeSpan == record.span }
@@ -178,7 +180,10 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// if let sender = record.causePid { print("sent by process \(sender)") }
   /// ```
   public var causePid: Int32?
-  /// The W3C trace id (32 lowercase hex digits) the cause came with.
+  /// The W3C trace id (32 lowercase hex digits) of the trace the call-out belongs to: the
+  /// tracing system's, when `RunLoopSpans` made the call-out a span; else the one its cause
+  /// came with, or the one it started by sending a named-port frame. (In version 3 logs: the
+  /// one the cause came with.)
   ///
   /// ```swift
   /// let sameRequest = records.filter { $0.trace == record.trace }
@@ -247,7 +252,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     self.wchan = wchan
   }
 
-  /// The JSON keys (schema version 3). The journald field of a key is `RUNLOOP_` followed by
+  /// The JSON keys (schema version 4). The journald field of a key is `RUNLOOP_` followed by
   /// the key in upper case.
   enum CodingKeys: String, CodingKey, CaseIterable {
     case version = "v"
@@ -307,15 +312,18 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   }
 
   #if canImport(RunLoopCore)
-    /// Fills the span keys from a call-out's span (0: none) and cause.
-    mutating func setSpan(_ span: UInt64, cause: CalloutCause?) {
+    /// Fills the span keys from a call-out's span (0: none), cause and trace id (both words
+    /// 0: none).
+    mutating func setSpan(
+      _ span: UInt64, cause: CalloutCause?, trace: (high: UInt64, low: UInt64)
+    ) {
       if span != 0 { self.span = span.spanHex }
+      if trace != (0, 0) { self.trace = trace.high.spanHex + trace.low.spanHex }
       guard let cause else { return }
       causeSpan = cause.span.spanHex
       causeTid = cause.threadID
       causeLoop = cause.loopID
       causePid = cause.processID
-      trace = cause.traceID.map { $0.high.spanHex + $0.low.spanHex }
     }
   #endif
 

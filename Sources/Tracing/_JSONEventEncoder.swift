@@ -121,30 +121,31 @@ final class _QuotedTable {
     return UnsafeBufferPointer(quoted[Int(id)])
   }
 
-  /// The span keys of a call-out, as `TraceRecord.setSpan(_:cause:)` fills them.
+  /// The span keys of a call-out, as `TraceRecord.setSpan(_:cause:trace:)` fills them.
   private static func writeSpan(_ event: _TraceEvent, to line: inout _LineCursor) {
     if event.span != 0 {
       line.write(#","span":""#)
       line.writeHex16(event.span)
       line.write(#"""#)
     }
-    guard let cause = event.cause else { return }
-    line.write(#","cause_span":""#)
-    line.writeHex16(cause.span)
-    line.write(#"","cause_tid":"#)
-    line.writeDecimal(Int64(cause.threadID))
-    if let loop = cause.loopID {
-      line.write(#","cause_loop":"#)
-      line.writeDecimal(loop)
+    if let cause = event.cause {
+      line.write(#","cause_span":""#)
+      line.writeHex16(cause.span)
+      line.write(#"","cause_tid":"#)
+      line.writeDecimal(Int64(cause.threadID))
+      if let loop = cause.loopID {
+        line.write(#","cause_loop":"#)
+        line.writeDecimal(loop)
+      }
+      if let pid = cause.processID {
+        line.write(#","cause_pid":"#)
+        line.writeDecimal(Int64(pid))
+      }
     }
-    if let pid = cause.processID {
-      line.write(#","cause_pid":"#)
-      line.writeDecimal(Int64(pid))
-    }
-    if let trace = cause.traceID {
+    if event.traceHigh != 0 || event.traceLow != 0 {
       line.write(#","trace":""#)
-      line.writeHex16(trace.high)
-      line.writeHex16(trace.low)
+      line.writeHex16(event.traceHigh)
+      line.writeHex16(event.traceLow)
       line.write(#"""#)
     }
   }

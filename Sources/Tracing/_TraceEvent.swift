@@ -25,6 +25,9 @@ package struct _TraceEvent: Sendable {
   /// The call-out's span (0 for other records) and cause.
   package var span: UInt64
   package var cause: CalloutCause?
+  /// The call-out's trace id (``CalloutRecord/traceID``), both words 0 when it has none.
+  package var traceHigh: UInt64
+  package var traceLow: UInt64
   package var iteration: UInt64
   package var depth: Int
   package var tid: Int32
@@ -55,6 +58,8 @@ package struct _TraceEvent: Sendable {
     self.loop = loop
     self.span = 0
     self.cause = nil
+    self.traceHigh = 0
+    self.traceLow = 0
     self.iteration = iteration
     self.depth = depth
     self.tid = tid

@@ -275,7 +275,7 @@ package final class _TraceStrings: Sendable {
           record.dueAt = event.dueAt
           record.lateness = event.lateness
         }
-        record.setSpan(event.span, cause: event.cause)
+        record.setSpan(event.span, cause: event.cause, trace: (event.traceHigh, event.traceLow))
       case .sleep:
         record.duration = event.duration
       case .stall, .recovery:

@@ -43,7 +43,7 @@ struct CauseTracingTests {
     defer { unlink(path) }
     let a = try sendAcrossLoops(sinks: [try JSONLinesSink(path: path)])
     let records = try TraceLog.read(contentsOf: path)
-    #expect(records.allSatisfy { $0.version == 3 })
+    #expect(records.allSatisfy { $0.version == 4 })
     let sender = try #require(records.first { $0.calloutName == "sender" })
     let effect = try #require(records.first { $0.calloutName == "effect" })
     #expect(sender.span?.count == 16)

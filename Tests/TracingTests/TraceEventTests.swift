@@ -51,13 +51,14 @@ struct TraceEventTests {
       $0.duration = 0
     }
     try event(.sleep, mode: "default") { $0.duration = Int64.max }
-    // Spans and causes: from a loop's call-out in another process with a trace id, from a
-    // plain thread (span 0, no loop), and the largest span.
+    // Spans and causes: from a loop's call-out in another process with a trace id (which the
+    // call-out then belongs to), from a plain thread (span 0, no loop), and the largest span.
     try event(.callout, mode: "default", kindName: "port", name: "inbox") {
       $0.span = 0x0123_4567_89ab_cdef
       $0.cause = CalloutCause(
         span: 0x2a, threadID: 77, loopID: 5, processID: 4243,
         traceID: (high: 0xfedc_ba98_7654_3210, low: 1))
+      ($0.traceHigh, $0.traceLow) = (0xfedc_ba98_7654_3210, 1)
     }
     try event(.callout, mode: "default", kindName: "source", name: "work") {
       $0.span = .max
