@@ -1,34 +1,41 @@
 /*
- * The wake-up protocol of Sources/Core/WakeState.swift, with the loop's side as the pass
+ * The wake-up protocol of Sources/Core/Waker.swift, with the loop's side as the pass
  * (Sources/Core/EventRunLoop+Pass.swift, +Run.swift, +Polling.swift) drives it, checked
  * exhaustively by spin (scripts/check-models.sh).
  *
- * States and functions carry the Swift names. Every Swift access is sequentially
- * consistent, which is what Promela's interleaving of single statements gives; a
- * compare-and-swap is one atomic statement, and a waker's system call (the eventfd write,
- * the futex wake) is a statement of its own after the swap, as in the code.
+ * States and functions carry the Swift names: the waker's word is awake, noted,
+ * waiting (with how: epoll, word or poll) or woken; the loop's own flag is
+ * ignoringWakeUps. Every Swift access is sequentially consistent, which is what Promela's
+ * interleaving of single statements gives; a compare-and-swap is one atomic statement,
+ * and a waker's system call (the eventfd write, the futex wake) is a statement of its own
+ * after the swap, as in the code.
  *
  * What is proved: whenever the whole system is stuck (the wakers are done and the loop
- * waits: spin's invalid end state), the loop is not asleep through anything it was told about: a perform
- * request (a job takes the same path), a signalled source, a stop, or a mode emptied while
- * a nested run sleeps in it. The outer run has no timeout, so a lost wake-up is a sleep
- * forever. The outer run is in mode A; a perform request's call-out runs the loop nested in
- * mode B, from step 3 (inside a pass) or step 9 (after the loop woke), whichever the
- * interleaving reaches. Each pass chooses how step 7 waits: in epoll, on the sleep word, or
- * polling first. stop() is modelled for the outermost run.
+ * waits: spin's invalid end state), the loop is not asleep through anything it was told
+ * about: a perform request (a job takes the same path), a signalled source, a stop, or a
+ * mode emptied while a nested run sleeps in it. The outer run has no timeout, so a lost
+ * wake-up is a sleep forever. The outer run is in mode A; a perform request's call-out
+ * runs the loop nested in mode B, from step 3 (inside a pass) or step 9 (after the loop
+ * woke), whichever the interleaving reaches. Each pass chooses how step 7 waits: in epoll,
+ * on the sleep word, or polling first. One wait may end for another reason (the timerfd,
+ * a signal): then a wake-up's eventfd write may land after the loop woke, and that event
+ * ends a later wait.
  *
  * Seeded bugs, to show the checker finds them (scripts/check-models.sh runs each and
- * requires a failure): -DBUG_SKIP_WRITE (a waker that finds `blocking` skips its eventfd
- * write), -DBUG_NO_HANDBACK (a nested run begun inside a pass keeps the wake-ups it took),
- * -DBUG_KEEP_DROPPED (a pass that begins after a dropped wake-up skips its check).
+ * requires a failure): -DBUG_SKIP_WRITE (a waker that finds the loop waiting in epoll skips
+ * its eventfd write), -DBUG_NO_HANDBACK (a nested run begun inside a pass keeps the
+ * wake-ups it took), -DBUG_NO_STOP_CHECK (a dropped wake-up's stop or emptied mode is not
+ * looked at before the sleep).
  */
 
-mtype = { awake, noted, blocking, written, polling, marked, ignoring, dropped, sleeping, roused };
-mtype = { inPass, fromIgnoring, fromDropped };   /* WakeState.RunStart */
+mtype = { awake, noted, waiting, woken };
+mtype = { epoll, word, poll };          /* Waker.Wait */
 
-mtype phase = ignoring;   /* a loop that is not running ignores wake-ups */
+mtype state = awake;      /* the waker's word */
+mtype how = epoll;        /* with `waiting`: how the loop waits (one word in the code) */
 bit event = 0;            /* the eventfd has an event epoll has not reported yet */
-byte word = 0;            /* the sleep word */
+byte sleepWord = 0;
+bit otherReason = 1;      /* one wait may end for another reason (a timer, a signal) */
 
 /* What the wakers publish before they wake the loop. */
 bit performA = 0;         /* a perform request for mode A, whose call-out nests a run in B */
@@ -38,37 +45,31 @@ bit signalA = 0;          /* a custom source of mode A, signalled */
 bit stopA = 0;            /* stop() of the outer run */
 
 /* The loop's own state (its thread only). */
-bit localIgnoring = 1;    /* local.ignoringWakeUps */
+bit ignoringWakeUps = 1;  /* local.ignoringWakeUps: no run is active */
+bit keepsNote = 0;        /* local.keepsNote */
 bit tookWakeUp = 0;       /* local.wakeUpsTaken moved (a flag is enough here) */
 byte depth = 0;           /* 0: no run; 1: the outer run in A; 2: the nested run in B */
-bit loopDone = 0;
 
-/* WakeState.request(): the waker's side. */
-inline request() {
-  next = 0;
+/* Waker.wake(): the waker's side. */
+inline wake() {
   atomic {
     if
-    :: phase == awake -> phase = noted
-    :: phase == blocking -> phase = written; next = written
-    :: phase == polling -> phase = marked
-    :: phase == ignoring -> phase = dropped
-    :: phase == sleeping -> phase = roused; next = roused
-    :: else -> skip     /* noted, written, marked, roused, dropped: one is outstanding */
+    :: state == awake -> state = noted; wrote = 0
+    :: state == waiting -> state = woken; wrote = how    /* the swap knows how */
+    :: else -> wrote = 0  /* noted or woken: one is outstanding */
     fi
   }
+  if
+  :: wrote == epoll ->
 #ifdef BUG_SKIP_WRITE
-  if
-  :: next == written -> skip
-  :: next == roused -> word++
-  :: else -> skip
-  fi
+    skip
 #else
-  if
-  :: next == written -> event = 1
-  :: next == roused -> word++
-  :: else -> skip
-  fi
+    event = 1
 #endif
+  :: wrote == word -> sleepWord++
+  :: else -> skip         /* awake, or a poll: the state is enough */
+  fi;
+  wrote = 0
 }
 
 /* modeIsEmpty(_:) of the running mode. A perform request keeps a mode from being empty
@@ -81,125 +82,122 @@ inline modeIsEmpty(result) {
   fi
 }
 
-/* wakeForWhatADroppedWakeUpAnnounced(_:): a stop or an emptied mode. */
-inline wakeForDropped() {
-  modeIsEmpty(isEmpty);
+/* Waker.takeNote() */
+inline takeNote(taken) {
+  atomic {
+    if
+    :: state == noted -> state = awake; taken = 1
+    :: else -> taken = 0
+    fi
+  }
+}
+
+/* EventRunLoop.startCountingWakeUps(_:) */
+inline startCountingWakeUps() {
+  ignoringWakeUps = 0;
   if
-  :: (depth == 1 && stopA) || isEmpty -> request()
+  :: keepsNote -> keepsNote = 0; dropped = 0
+  :: else -> takeNote(dropped)
+  fi;
+  if
+  :: dropped ->
+    tookWakeUp = 1;
+    modeIsEmpty(isEmpty);
+#ifndef BUG_NO_STOP_CHECK
+    if
+    :: (depth == 1 && stopA) || isEmpty -> wake()
+    :: else -> skip
+    fi
+#endif
   :: else -> skip
   fi
 }
 
-/* The start of a pass in runPasses: local.ignoringWakeUps, WakeState.passBegins(), and the
-   check the pass makes for a dropped wake-up. */
-inline passBegins() {
-  localIgnoring = 0;
-  wasDropped = 0;
+/* EventRunLoop.startIgnoringWakeUps() */
+inline startIgnoringWakeUps() {
+  ignoringWakeUps = 1;
+  keepsNote = (state == noted)
+}
+
+/* Waker.beginWait(_:): `began` is 0 when a note was there (and is taken). */
+inline beginWait(w, began) {
   atomic {
     if
-    :: phase == ignoring -> phase = awake
-    :: phase == dropped -> phase = awake; wasDropped = 1
-    :: else -> skip
+    :: state == awake -> state = waiting; how = w; began = 1
+    :: else -> assert(state == noted); state = awake; began = 0
     fi
   }
-#ifndef BUG_KEEP_DROPPED
-  if :: wasDropped -> wakeForDropped() :: else -> skip fi
-#endif
 }
 
-/* WakeState.startIgnoring(). */
-inline startIgnoring() {
-  atomic { if :: phase == awake || phase == blocking -> phase = ignoring :: else -> skip fi }
-}
-
-/* startIgnoringWakeUps(afterTaking:in:): `took` says whether the batch holds the event. */
-inline startIgnoringAfterTaking(took) {
-  localIgnoring = 1;
-  if
-  :: took -> atomic { assert(phase == written); phase = ignoring }; tookWakeUp = 1
-  :: else -> startIgnoring()
-  fi
+/* Waker.endWait() */
+inline endWait(wasWoken) {
+  atomic { wasWoken = (state == woken); state = awake }
 }
 
 /* A non-blocking epoll_wait of a mode that watches a descriptor (which never becomes ready
-   here): takes the wake-up's event if there is one. */
-inline pollEpoll(took) {
-  atomic { if :: event -> event = 0; took = 1 :: else -> took = 0 fi }
+   here): takes whatever event is there. */
+inline pollEpoll() {
+  atomic { if :: event -> event = 0 :: else -> skip fi }
 }
 
-/* WakeState.takeNote(). */
-inline takeNote(taken) {
+/* Step 7 of a pass that may block: sleep(_:plan:buffer:), blockingWait, block, poll. */
+inline sleepStep(watches) {
+  takeNote(noteTaken);
   if
-  :: phase == noted -> phase = awake; taken = 1
-  :: else -> taken = 0
-  fi
-}
-
-/* WakeState.enter(_:) */
-inline enter(waiting, entry) {
-  atomic {
-    if
-    :: phase == awake -> phase = waiting; entry = 0        /* entered */
-    :: phase == noted -> phase = awake; entry = 1          /* woken */
-    :: else -> assert(phase == written); entry = 2         /* eventPending */
-    fi
-  }
-}
-
-/* Step 7 of a pass that may block: wait(_:plan:buffer:) and blockingWait. */
-inline sleepStep(took, watches) {
-  took = 0;
-  atomic { takeNote(noteTaken) };
-  if
-  :: noteTaken -> tookWakeUp = 1; if :: watches -> pollEpoll(took) :: else -> skip fi
+  :: noteTaken -> tookWakeUp = 1; if :: watches -> pollEpoll() :: else -> skip fi
   :: else ->
     if
-    :: !watches ->                                   /* sleepOnWord() */
-      seen = word;
-      enter(sleeping, entry);
+    :: !watches ->                                   /* Waker.sleepOnWord() */
+      seen = sleepWord;
+      beginWait(word, began);
       if
-      :: entry == 1 -> tookWakeUp = 1
-      :: entry == 0 ->
-        (word != seen);
-        atomic { assert(phase == roused || phase == sleeping); phase = ignoring };
-        tookWakeUp = 1
-      :: entry == 2 ->                               /* the event is in epoll: take it */
-        enter(blocking, entry);
-        atomic { event -> event = 0; took = 1 }
+      :: began ->
+        atomic {
+          if
+          :: sleepWord != seen -> skip
+          :: otherReason -> otherReason = 0      /* a signal, or a spurious return */
+          fi
+        };
+        seen = 0;
+        endWait(wasWoken);
+        if :: wasWoken -> tookWakeUp = 1 :: else -> skip fi
+      :: else -> tookWakeUp = 1
       fi
     :: watches ->
+      caught = 0;
       if
-      :: true ->                                     /* poll first: poll(into:from:until:) */
-        enter(polling, entry);
+      :: true ->                                     /* poll first */
+        beginWait(poll, began);
         if
-        :: entry == 1 -> tookWakeUp = 1; goto polled
-        :: else -> skip
-        fi;
-        do
-        :: entry == 0 && phase == marked -> break
-        :: atomic { event -> event = 0; took = 1 }; break
-        :: true -> break                             /* the window ends */
-        od;
-        if
-        :: entry == 0 ->                             /* endPolling() */
-          atomic {
-            if
-            :: phase == polling -> phase = awake
-            :: else -> assert(phase == marked); phase = awake; tookWakeUp = 1; goto polled
-            fi
-          }
-        :: else -> skip
-        fi;
-        if :: took -> goto polled :: else -> skip fi
+        :: began ->
+          do
+          :: state == woken -> break
+          :: atomic { event -> event = 0 }; caught = 1; break
+          :: true -> break                           /* the window ends */
+          od;
+          endWait(wasWoken);
+          if :: wasWoken -> tookWakeUp = 1; caught = 1 :: else -> skip fi
+        :: else -> tookWakeUp = 1; caught = 1
+        fi
       :: true -> skip
       fi;
-      enter(blocking, entry);                        /* block(into:onSleepWord:) */
       if
-      :: entry == 1 -> tookWakeUp = 1
-      :: else ->
-        atomic { event -> event = 0; took = 1 }
-      fi;
-polled: skip
+      :: !caught ->                                  /* block in epoll */
+        beginWait(epoll, began);
+        if
+        :: began ->
+          atomic {
+            if
+            :: event -> event = 0
+            :: otherReason -> otherReason = 0    /* the timerfd, say */
+            fi
+          };
+          endWait(wasWoken);
+          if :: wasWoken -> tookWakeUp = 1 :: else -> skip fi
+        :: else -> tookWakeUp = 1
+        fi
+      :: else -> skip
+      fi
     fi
   fi
 }
@@ -209,15 +207,15 @@ inline runPerformsB() {
   atomic { if :: performB -> performB = 0 :: else -> skip fi }
 }
 
-/* One pass of the nested run in mode B (it has no sources; watches or not, by choice). */
+/* The passes of the nested run in mode B (no sources; watches or not, by choice). */
 inline nestedPasses() {
   do
   ::
-    passBegins();
+    if :: ignoringWakeUps -> startCountingWakeUps() :: else -> skip fi;   /* beginPass */
     runPerformsB();
     if :: nestedWatches = 0 :: nestedWatches = 1 fi;
-    sleepStep(nestedTook, nestedWatches);
-    startIgnoringAfterTaking(nestedTook);
+    sleepStep(nestedWatches);
+    startIgnoringWakeUps();
     runPerformsB();
     modeIsEmpty(isEmpty);
     if :: isEmpty -> break :: else -> skip fi
@@ -231,46 +229,21 @@ inline nestedRun() {
   if
   :: isEmpty -> skip                                  /* finished before any observer */
   :: else ->
-    outerIgnoring = localIgnoring;
-    if                                                /* WakeState.runBegins */
-    :: !outerIgnoring -> start = inPass
-    :: else ->
-      atomic {
-        if
-        :: phase == ignoring -> phase = awake; start = fromIgnoring
-        :: phase == dropped -> phase = awake; start = fromDropped
-        :: else -> start = fromIgnoring
-        fi
-      }
-    fi;
-    localIgnoring = 0;
+    outerIgnoring = ignoringWakeUps;
+    if :: outerIgnoring -> startCountingWakeUps() :: else -> skip fi;
     tookBefore = tookWakeUp;
     tookWakeUp = 0;
-    if :: start == fromDropped -> wakeForDropped() :: else -> skip fi;
     nestedPasses();
-    /* WakeState.runEnds(beganIn:), then the hand-back of a wake-up taken inside a pass */
-    handBack = 0;
-    atomic {
-      if
-      :: (phase == ignoring || phase == dropped) && start == inPass ->
-        handBack = (phase == dropped); phase = awake
-      :: phase == ignoring && start == fromIgnoring -> skip
-      :: (phase == ignoring && start == fromDropped) || (phase == dropped && start != inPass) ->
-        phase = dropped
-      :: phase == awake && start == fromIgnoring -> phase = ignoring
-      :: phase == awake && start == fromDropped -> phase = dropped
-      :: else -> skip
-      fi
-    }
     if
-    :: handBack -> request()
+    :: !outerIgnoring ->
 #ifndef BUG_NO_HANDBACK
-    :: !handBack && start == inPass && tookWakeUp -> request()
+      if :: tookWakeUp -> wake() :: else -> skip fi;
 #endif
+      ignoringWakeUps = 0; keepsNote = 0
+    :: outerIgnoring && !ignoringWakeUps -> startIgnoringWakeUps()
     :: else -> skip
     fi;
-    tookWakeUp = tookBefore || tookWakeUp;
-    localIgnoring = outerIgnoring
+    tookWakeUp = tookBefore || tookWakeUp
   fi;
   depth = 1
 }
@@ -283,25 +256,17 @@ inline runPerformsA() {
 }
 
 proctype Loop() {
-  mtype next;           /* request()'s */
-  bit isEmpty, wasDropped, noteTaken, sourceHandled, took, watches, ran;
-  byte entry, seen;
+  mtype wrote;
+  bit isEmpty, dropped, noteTaken, sourceHandled, watches, ran, began, wasWoken, caught;
+  byte seen;
   /* the nested run's */
-  bit outerIgnoring, tookBefore, handBack, nestedTook, nestedWatches;
-  mtype start;
-  /* runSpecific in mode A, begun with no run active (the ignoring window) */
+  bit outerIgnoring, tookBefore, nestedWatches;
+  /* runSpecific in mode A, begun with no run active */
   depth = 1;
-  atomic {
-    if
-    :: phase == ignoring -> phase = awake
-    :: phase == dropped -> phase = awake; wakeForDropped()
-    :: else -> skip
-    fi
-  };
-  localIgnoring = 0;
+  startCountingWakeUps();
   do
   ::
-    passBegins();
+    if :: ignoringWakeUps -> startCountingWakeUps() :: else -> skip fi;   /* beginPass */
     runPerformsA();                                    /* step 3 */
     atomic {                                           /* step 4 */
       if :: signalA -> signalA = 0; sourceHandled = 1 :: else -> sourceHandled = 0 fi
@@ -310,26 +275,22 @@ proctype Loop() {
     if :: watches = 0 :: watches = 1 fi;
     if
     :: sourceHandled ->                                /* step 7 that does not block */
-      atomic { takeNote(noteTaken) };
+      takeNote(noteTaken);
       if :: noteTaken -> tookWakeUp = 1 :: else -> skip fi;
-      took = 0;
-      if :: watches || event -> pollEpoll(took) :: else -> skip fi
-    :: else -> sleepStep(took, watches)
+      if :: watches -> pollEpoll() :: else -> skip fi
+    :: else -> sleepStep(watches)
     fi;
-    startIgnoringAfterTaking(took);
+    startIgnoringWakeUps();
     runPerformsA();                                    /* step 9 */
     if :: stopA -> stopA = 0; break :: else -> skip fi
   od;
-  depth = 0;
-  localIgnoring = 1;
-  atomic { if :: phase == awake -> phase = ignoring :: else -> skip fi };
-  loopDone = 1
+  depth = 0
 }
 
-proctype PerformA() { mtype next; performA = 1; request() }
-proctype PerformBThenEmptyB() { mtype next; performB = 1; request(); keepB = 0; request() }
-proctype SignalA() { mtype next; signalA = 1; request() }
-proctype Stop() { mtype next; stopA = 1; request() }
+proctype PerformA() { mtype wrote; performA = 1; wake() }
+proctype PerformBThenEmptyB() { mtype wrote; performB = 1; wake(); keepB = 0; wake() }
+proctype SignalA() { mtype wrote; signalA = 1; wake() }
+proctype Stop() { mtype wrote; stopA = 1; wake() }
 
 init {
   atomic {

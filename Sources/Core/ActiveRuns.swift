@@ -27,7 +27,7 @@ import Synchronization
 /// a thread that changed the loop's structure, which sets `dropping`, lets go of it and
 /// clears `dropping`. So `parked` is read and written by one thread at a time.
 ///
-/// Every access is sequentially consistent, for the same reason as ``WakeState``'s: a thread
+/// Every access is sequentially consistent, for the same reason as ``Waker``'s: a thread
 /// that changes the structure moves the structure count on and then reads this word; the
 /// loop writes this word and then reads the count; one of the two sees the other.
 final class ActiveRuns: Sendable {

@@ -115,8 +115,8 @@ extension EventRunLoop: SerialExecutor, TaskExecutor {
           + "or task using this loop as its executor outlived the loop's thread")
     }
     // No fence before the wake-up, unlike `wakeUp()`: the job count was published with a
-    // sequentially consistent store (see `WakeState`).
-    wakeState.request()
+    // sequentially consistent store (see `Waker`).
+    waker.wake()
   }
 
   /// Runs the jobs queued for `active` before this call; with none queued, one atomic load.

@@ -1,20 +1,18 @@
 /// The passes of one run, following the guide's "The Run Loop Sequence of Events". Steps 1
 /// and 10 (entry and exit) are in `runSpecific`; each loop of `runPasses` is steps 2 to 9,
-/// one call per step, with the bookkeeping between them in `beginPass` and `endWait`.
+/// one call per step, with the bookkeeping before them in `beginPass`. From the moment the
+/// loop has its events (step 5 or 7) until its next pass begins, it ignores wake-ups
+/// (`local.ignoringWakeUps`, see ``startCountingWakeUps(_:)``), as CFRunLoop does.
 ///
 /// Everything here runs on the loop's thread. What a step reads from the shared state comes
 /// from `self[passIn: mode]` (a ``PassSnapshot`` that is current whenever it is read: a
 /// call-out between two steps may have changed anything).
 extension EventRunLoop {
-  /// `staysIgnoring`: the run never blocks and began where wake-ups are dropped, and stays
-  /// there (see `runSpecific`).
-  func runPasses(
-    _ active: inout ActiveMode, depth: Int, plan: RunPlan, staysIgnoring: Bool
-  ) -> RunResult {
+  func runPasses(_ active: inout ActiveMode, depth: Int, plan: RunPlan) -> RunResult {
     assertOnLoopThread()
     let buffer = poller.buffer(depth: depth)
     while true {
-      beginPass(&active, staysIgnoring: staysIgnoring)
+      beginPass(&active)
       notify(.beforeTimers)  // Step 2
       notify(.beforeSources)  // Step 3
       runBlocksAndJobs(active)
@@ -25,18 +23,16 @@ extension EventRunLoop {
       // events that are there, and tells observers about no sleep.
       let mayBlock = !sourceHandled && !plan.neverBlocks
       let eventCount: Int
-      let port = mayBlock ? handleReadyPort(active, into: buffer) : .notReady  // Step 5
-      if case .ready(let count) = port {
-        eventCount = count
-        endWait()
+      if mayBlock, let ready = handleReadyPort(active, into: buffer) {  // Step 5
+        eventCount = ready
+        startIgnoringWakeUps()
       } else {
         if mayBlock { notify(.beforeWaiting) }  // Step 6
-        // Step 7, without sleeping when the pass may not block or step 5 took a wake-up.
+        // Step 7
         eventCount =
-          mayBlock && port != .woken
-          ? sleep(active, plan: plan, buffer: buffer)
-          : pollEvents(in: active, takingWakeUp: !staysIgnoring, into: buffer)
-        endWait(afterTaking: eventCount, in: buffer)
+          mayBlock
+          ? sleep(active, plan: plan, buffer: buffer) : pollEvents(in: active, into: buffer)
+        startIgnoringWakeUps()
         if mayBlock { notify(.afterWaiting) }  // Step 8
       }
       // Step 9
@@ -51,24 +47,22 @@ extension EventRunLoop {
     }
   }
 
-  /// The bookkeeping before step 2: counts the pass, makes the mode again if it joined the
-  /// common modes since the last pass, lets wake-ups count again (with the check a dropped
-  /// one is owed), and puts back the watches held out of the `epoll` set for this mode.
+  /// The bookkeeping before step 2: counts the pass, makes wake-ups count again if the loop
+  /// woke since the last pass began, makes the mode again if it joined the common modes
+  /// since the last pass, and puts back the watches held out of the `epoll` set for this
+  /// mode.
   // Always inlined: it is apart from the pass for reading only, and every pass runs it.
   @inline(__always)
-  private func beginPass(_ active: inout ActiveMode, staysIgnoring: Bool) {
+  private func beginPass(_ active: inout ActiveMode) {
     local.iteration &+= 1
-    if !staysIgnoring {
-      local.ignoringWakeUps = false
-      if wakeState.passBegins() { wakeForWhatADroppedWakeUpAnnounced(active) }
-    }
+    if local.ignoringWakeUps { startCountingWakeUps(active) }
     // The checks here, not in the callees: the usual pass pays a load and a branch for
     // each, not a call.
     if self[passIn: active.mode].asksMoreOfAPass(in: active) { setUpPass(&active) }
     if local.mainQueueDrains > 0 { holdMainQueueWatchWhileDraining() }
   }
 
-  /// The rest of ``beginPass(_:staysIgnoring:)``, for a pass that needs it.
+  /// The rest of ``beginPass(_:)``, for a pass that needs it.
   private func setUpPass(_ active: inout ActiveMode) {
     active.isCommon = self[passIn: active.mode].isCommon
     if self[passIn: active.mode].hasHeldWatches { restoreHeldWatches(active) }
@@ -82,13 +76,30 @@ extension EventRunLoop {
     runJobs(active)
   }
 
-  /// A wake-up dropped while the loop was not looking announced nothing a pass will not
-  /// look at, except a stop or an emptied mode, which only the end of a pass checks: for
-  /// those, the loop wakes itself so that the coming sleep does not block.
-  func wakeForWhatADroppedWakeUpAnnounced(_ active: ActiveMode) {
-    if runs.stopIsPending || modeIsEmpty(active) {
-      wakeState.request()
+  /// From here a wake-up counts (CFRunLoop's "unset ignore wake-ups", at the start of a
+  /// run and of each pass after the loop woke). A wake-up noted since the loop woke, or
+  /// while no run was active, is dropped, as CFRunLoop drops it: this pass looks at
+  /// everything it can announce before it sleeps, except a stop or an emptied mode, which
+  /// only the end of a pass checks. For those the loop notes a wake-up of its own, so that
+  /// the coming sleep does not block.
+  func startCountingWakeUps(_ active: ActiveMode) {
+    local.ignoringWakeUps = false
+    if local.keepsNote {
+      local.keepsNote = false
+      return
     }
+    guard waker.takeNote() else { return }
+    local.wakeUpsTaken &+= 1
+    if runs.stopIsPending || modeIsEmpty(active) { waker.wake() }
+  }
+
+  /// The loop has its events (step 5 or 7), or a run that counted wake-ups ends where they
+  /// are ignored: until the next pass or run begins, a wake-up is dropped. A note already
+  /// there was made while wake-ups counted, and is kept: it ends the next sleep, as a write
+  /// to CFRunLoop's wake-up port does.
+  func startIgnoringWakeUps() {
+    local.ignoringWakeUps = true
+    local.keepsNote = waker.hasNote
   }
 
   /// Why the run should end now, in CFRunLoop's order of checks, or `nil` to go on. The
@@ -109,33 +120,6 @@ extension EventRunLoop {
     if runs.takeStopRequest() { return .stopped }
     if modeIsEmpty(active) { return .finished }
     return nil
-  }
-
-  /// The bookkeeping after step 5 found a ready port: the loop has its events, and wake-ups
-  /// are dropped until the next pass begins (see `WakeState`).
-  private func endWait() {
-    local.ignoringWakeUps = true
-    wakeState.startIgnoring()
-  }
-
-  /// The same after step 7 took `count` events into `buffer`. When they hold the wake-up's
-  /// event, the wake state learns both facts at once (see
-  /// ``WakeState/eventTakenWhileIgnoring()``), before any call-out.
-  private func endWait(afterTaking count: Int, in buffer: UnsafeMutableRawPointer) {
-    local.ignoringWakeUps = true
-    if count > 0, tookWakeEvent(count, in: buffer) { return }
-    wakeState.startIgnoring()
-  }
-
-  /// Whether the `count` events in `buffer` hold the wake-up's; tells the wake state so if
-  /// they do (taken and ignoring from now on).
-  private func tookWakeEvent(_ count: Int, in buffer: UnsafeMutableRawPointer) -> Bool {
-    for index in 0..<count where poller.event(index, in: buffer).token == Poller.wakeToken {
-      wakeState.eventTakenWhileIgnoring()
-      local.wakeUpsTaken &+= 1
-      return true
-    }
-    return false
   }
 
   /// Puts the held watches of `active` back into the `epoll` set (a pass calls it only when
@@ -175,77 +159,53 @@ extension EventRunLoop {
     return performSignalledSources(active, onlyFirst: onlyFirst)
   }
 
-  /// What step 5 found.
-  enum PortCheck: Equatable {
-    /// A version-1 source is ready: `count` events are in the buffer, and step 9 handles them.
-    case ready(count: Int)
-    /// None is ready, but a wake-up was taken: step 7 does not sleep.
-    case woken
-    case notReady
-  }
-
   /// Step 5: checks without blocking whether a version-1 source is ready (only when the
-  /// mode watches a descriptor). When none is, the events stay pending for the sleep
-  /// (level-triggered descriptors report again), except a wake-up: its eventfd is
-  /// edge-triggered, so it is taken here, and step 7 does not block.
+  /// mode watches a descriptor). Returns the number of events in `buffer` when one is, for
+  /// step 9; when none is, the events stay pending for the sleep (descriptors are
+  /// level-triggered). A wake-up noted earlier in the pass is then dropped when the next
+  /// pass begins: what it announced is looked at after step 9 anyway.
   private func handleReadyPort(_ active: ActiveMode, into buffer: UnsafeMutableRawPointer)
-    -> PortCheck
+    -> Int?
   {
-    guard self[passIn: active.mode].hasWatches else { return .notReady }
+    guard self[passIn: active.mode].hasWatches else { return nil }
     let count = poller.wait(into: buffer, block: false)
-    var sawWake = false
-    var sawPort = false
-    for index in 0..<count {
-      let token = poller.event(index, in: buffer).token
-      if token > Poller.timerToken { sawPort = true }
-      if token == Poller.wakeToken { sawWake = true }
+    for index in 0..<count where poller.event(index, in: buffer).token > Poller.timerToken {
+      return count
     }
-    if sawWake {
-      wakeState.eventTaken()
-      local.wakeUpsTaken &+= 1
-    }
-    if sawPort { return .ready(count: count) }
-    return sawWake ? .woken : .notReady
+    return nil
   }
 
   /// Step 7 in a pass that does not sleep (it handled a source, or its run never blocks):
   /// the events there are, taken without blocking. As CFRunLoop's non-blocking look does, it
-  /// takes a wake-up made during the pass (`takingWakeUp`), so the next pass sleeps: what a
-  /// wake-up announces is looked at later anyway (a request or job by step 9 and the next
-  /// pass, a signal by the next step 4, a stop or an emptied mode by the end of the pass, a
-  /// nested run's by its hand-back in `runSpecific`). A run that stays where wake-ups are
-  /// dropped takes none: any there is belongs to an outer run. A wake-up that wrote to the
-  /// eventfd is taken from `epoll` even when the mode watches no descriptor.
-  private func pollEvents(
-    in active: ActiveMode, takingWakeUp: Bool, into buffer: UnsafeMutableRawPointer
-  ) -> Int {
-    if takingWakeUp, wakeState.takeNote() { local.wakeUpsTaken &+= 1 }
-    guard self[passIn: active.mode].hasWatches || wakeState.hasEventPending else { return 0 }
-    return poller.wait(into: buffer, block: false)
+  /// takes a wake-up made during the pass, so the next pass sleeps: what a wake-up announces
+  /// is looked at later anyway (a request or job by step 9 and the next pass, a signal by
+  /// the next step 4, a stop or an emptied mode by the end of the pass).
+  private func pollEvents(in active: ActiveMode, into buffer: UnsafeMutableRawPointer) -> Int {
+    if waker.takeNote() { local.wakeUpsTaken &+= 1 }
+    return readyEvents(in: active, into: buffer)
   }
 
-  /// Step 7 after a wake-up noted during the pass: the events there are. A mode that watches
-  /// no descriptor has nothing `epoll` could report that such a pass needs: a wake-up
-  /// announces what the pass looks at directly (requests, signals, a stop), and due timers
-  /// are fired from the clock, not from the `timerfd`. So the pass makes no system call.
+  /// The events there are, without blocking. A mode that watches no descriptor has nothing
+  /// `epoll` could report that a pass which does not sleep needs: a wake-up announces what
+  /// the pass looks at directly (requests, signals, a stop), and due timers are fired from
+  /// the clock, not from the `timerfd`. So the pass makes no system call.
   private func readyEvents(in active: ActiveMode, into buffer: UnsafeMutableRawPointer) -> Int {
     guard self[passIn: active.mode].hasWatches else { return 0 }
     return poller.wait(into: buffer, block: false)
   }
 
   /// Step 7: sleeps until the earliest of the run's deadline and the deadline sources'
-  /// deadlines, an event, or a wake-up. Returns the number of events; the caller tells the
-  /// wake state at once whether they hold the wake-up's. A wake-up noted during the pass
-  /// means there is no sleep: the pass takes the events there are (see
+  /// deadlines, an event, or a wake-up. Returns the number of events. A wake-up noted during
+  /// the pass means there is no sleep: the pass takes the events there are (see
   /// `readyEvents(in:into:)`), and neither the deadline nor the timerfd is looked at.
   private func sleep(_ active: ActiveMode, plan: RunPlan, buffer: UnsafeMutableRawPointer) -> Int {
-    if wakeState.takeNote() {
+    if waker.takeNote() {
       local.wakeUpsTaken &+= 1
       return readyEvents(in: active, into: buffer)
     }
     let deadline = wakeDeadline(in: active, runDeadline: plan.deadline)
     // With no descriptor to watch and no deadline, only a wake-up can end this sleep: the
-    // loop sleeps on its word (see `WakeState`), and the timerfd keeps whatever it was armed
+    // loop sleeps on its word (see `Waker`), and the timerfd keeps whatever it was armed
     // for (an old expiry is drained when `epoll` reports it).
     let onSleepWord = deadline == nil && !self[passIn: active.mode].hasWatches
     if !onSleepWord { poller.arm(nanoseconds: deadline) }
@@ -296,7 +256,8 @@ extension EventRunLoop {
       let (token, mask) = poller.event(index, in: buffer)
       switch token {
       case Poller.wakeToken:
-        // Nothing to read (the eventfd is edge-triggered), and the wake state already knows.
+        // Nothing to read (the eventfd is edge-triggered), and the waker's state already
+        // told the wait's end that it was woken.
         break
       case Poller.timerToken:
         poller.drainTimer()

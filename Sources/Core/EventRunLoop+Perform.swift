@@ -117,7 +117,7 @@ extension EventRunLoop {
       // No fence before the wake-up, unlike `wakeUp()`: the queue's count was published
       // with a sequentially consistent store, which already orders it before the wake
       // state's read.
-      wakeState.request()
+      waker.wake()
       return true
     case .abandoned:
       countAbandoned(request.abandon() ? 1 : 0)
@@ -136,7 +136,7 @@ extension EventRunLoop {
   /// request ran or was dropped).
   func enqueueWithoutWaiting(_ request: PerformRequest) {
     switch admitOrLine(request, blocking: nil) {
-    case .queued: wakeState.request()
+    case .queued: waker.wake()
     case .abandoned: countAbandoned(request.abandon() ? 1 : 0)
     case .lined, .full, .blocked: break
     }
@@ -227,7 +227,7 @@ extension EventRunLoop {
     }
     for thread in admitted { thread.signal() }
     dropped.removeAll()
-    if moved { wakeState.request() }
+    if moved { waker.wake() }
   }
 
   /// Runs every perform request for `active` queued before this call, in FIFO order (the

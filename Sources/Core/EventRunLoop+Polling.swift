@@ -70,7 +70,7 @@ extension EventRunLoop {
   /// of events in `buffer`.
   ///
   /// With `onSleepWord`, the run watches no descriptor and has no deadline: only a wake-up
-  /// can end its sleep, so the loop blocks on its sleep word (see ``WakeState``) rather
+  /// can end its sleep, so the loop blocks on its sleep word (see ``Waker``) rather
   /// than in `epoll`. The caller has taken any wake-up noted during the pass; one that notes
   /// itself in the moment before the wait begins is taken as it begins (see `block` and
   /// `poll`), with no system call.
@@ -96,57 +96,50 @@ extension EventRunLoop {
   /// Blocks until an event or a wake-up: on the sleep word when `onSleepWord`, else in
   /// `epoll`. Returns the number of events (0 from the word). A wake-up that noted itself
   /// just before ends the wait before it begins, with no events taken: descriptors are
-  /// level-triggered and the next pass sees them, and due timers fire from the clock. One
-  /// that wrote to the eventfd before the loop could sleep on its word is taken from
-  /// `epoll`, which returns its event at once.
+  /// level-triggered and the next pass sees them, and due timers fire from the clock.
   private func block(into buffer: UnsafeMutableRawPointer, onSleepWord: Bool) -> Int {
-    if onSleepWord, let woken = wakeState.sleepOnWord() {
-      if woken { local.wakeUpsTaken &+= 1 }
+    if onSleepWord {
+      if waker.sleepOnWord() { local.wakeUpsTaken &+= 1 }
       return 0
     }
-    if wakeState.beginBlocking() == .woken {
+    guard waker.beginWait(.epoll) else {
       local.wakeUpsTaken &+= 1
       return 0
     }
-    return poller.wait(into: buffer, block: true)
+    let count = poller.wait(into: buffer, block: true)
+    if waker.endWait() { local.wakeUpsTaken &+= 1 }
+    return count
   }
 
   /// Non-blocking waits until an event or a wake-up arrives or `end` passes. Returns the
-  /// number of events (0 when a wake-up came as a mark, with no event), or `nil` when
-  /// nothing came; counts the poll.
+  /// number of events (0 when a wake-up came with none), or `nil` when nothing came; counts
+  /// the poll.
   ///
-  /// While it polls, the wake state is `polling` (see ``WakeState``), so a `wakeUp()` marks
-  /// it instead of writing to the eventfd. A wake-up that came during the pass ends the poll
-  /// before it begins.
+  /// While it polls, the waker's state is `waiting(.poll)` (see ``Waker``), so a `wakeUp()`
+  /// sets the state instead of writing to the eventfd. A wake-up that came during the pass
+  /// ends the poll before it begins.
   private func poll(into buffer: UnsafeMutableRawPointer, from start: Int64, until end: Int64)
     -> Int?
   {
-    let entry = wakeState.beginPolling()
-    if entry == .woken {
+    guard waker.beginWait(.poll) else {
       // As in `block`: no events taken, the next pass sees them.
       local.wakeUpsTaken &+= 1
       return 0
     }
-    let marking = entry == .entered
     var count = 0
     var now = start
-    var marked = false
     // No sched_yield() between polls: on a CPU shared with busy threads, a yielding thread
     // goes behind them for a whole time slice (milliseconds), where a poll that keeps the
-    // CPU costs them at most its window. Measured: with two compilers running, yielding cut
-    // the signal-pummel call-outs from about 100,000/s to 256/s.
+    // CPU costs them at most its window.
     repeat {
-      if marking, wakeState.isMarked {
-        marked = true
-        break
-      }
+      if waker.isWoken { break }
       count = poller.wait(into: buffer, block: false)
       now = LoopClock.now()
     } while count == 0 && now < end
-    if marking, wakeState.endPolling() { marked = true }
-    if marked { local.wakeUpsTaken &+= 1 }
-    let caught = count > 0 || marked
-    // From the last reading of the clock (one poll short when a mark ended it).
+    let woken = waker.endWait()
+    if woken { local.wakeUpsTaken &+= 1 }
+    let caught = count > 0 || woken
+    // From the last reading of the clock (one poll short when a wake-up ended it).
     pollingCounters.record(nanoseconds: now - start, caught: caught)
     return caught ? count : nil
   }

@@ -142,33 +142,28 @@ extension EventRunLoop {
       return .finished
     }
     local.runsStarted &+= 1
+    // CFRunLoop gives each run a fresh "ignore wake-ups" flag: wake-ups count from here
+    // on, and one made where they were ignored (no run active, or an outer run between
+    // waking and its next pass) is dropped now.
     let outerIgnoring = local.ignoringWakeUps
-    // A run that never sleeps gives a wake-up nothing to end: begun where wake-ups are
-    // dropped (no run active, or an outer run between waking and its next pass), it stays
-    // there, and leaves the wake state as it found it.
-    let staysIgnoring = plan.neverBlocks && outerIgnoring
-    let start = staysIgnoring ? nil : wakeState.runBegins(inIgnoringWindow: outerIgnoring)
-    local.ignoringWakeUps = staysIgnoring
+    if outerIgnoring { startCountingWakeUps(active) }
     let wakeUpsTakenBefore = local.wakeUpsTaken
-    // A wake-up dropped since the emptiness check above (a source removed meanwhile, say)
-    // is owed the check the first pass would make for one dropped between passes.
-    if start == .dropped { wakeForWhatADroppedWakeUpAnnounced(active) }
     notify(.entry)  // Step 1
     // A stop made before the first pass (by the entry observer, say) ends the run at once,
     // as in CFRunLoop.
-    let result =
-      runs.takeStopRequest()
-      ? .stopped : runPasses(&active, depth: depth, plan: plan, staysIgnoring: staysIgnoring)
+    let result = runs.takeStopRequest() ? .stopped : runPasses(&active, depth: depth, plan: plan)
     notify(.exit)  // Step 10
-    if let start, wakeState.runEnds(beganIn: start) {
-      wakeState.request()
-    } else if start == .inPass, local.wakeUpsTaken != wakeUpsTakenBefore {
-      // A run nested inside a pass that took a wake-up may have taken one announcing work it
-      // could not do (a perform request or job of a mode it does not run): the outer pass,
-      // which may already have looked, gets it back, so its next sleep does not block.
-      wakeState.request()
+    // A run nested in a pass that has not woken yet may have taken (or dropped) a wake-up
+    // announcing work it could not do: a perform request or job of a mode it does not run.
+    // The outer pass, which may already have looked, gets one back, so its sleep does not
+    // block. (CFRunLoop loses such a wake-up.)
+    if !outerIgnoring {
+      if local.wakeUpsTaken != wakeUpsTakenBefore { waker.wake() }
+      local.ignoringWakeUps = false
+      local.keepsNote = false
+    } else if !local.ignoringWakeUps {
+      startIgnoringWakeUps()
     }
-    local.ignoringWakeUps = outerIgnoring
     endRun(depth: depth)
     return result
   }

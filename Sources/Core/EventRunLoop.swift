@@ -52,8 +52,8 @@ public final class EventRunLoop: @unchecked Sendable {
   let state: GuardedState<LoopState>
   // What the state's lock publishes for the loop thread to read without taking it.
   let published: PublishedState
-  // The wake-up protocol: whether a wake-up is outstanding, or the loop is polling.
-  let wakeState: WakeState
+  // The wake-up protocol: whether a wake-up is outstanding, or how the loop waits.
+  let waker: Waker
   /// The custom sources signalled for this loop and not yet performed (step 4 reads them).
   let signalInbox = SignalInbox()
   // The active runs as other threads see them (how deep, a stop request), and the pass
@@ -93,7 +93,7 @@ public final class EventRunLoop: @unchecked Sendable {
     self.state = GuardedState(LoopState(published: published, runs: runs))
     let poller = try Poller()
     self.poller = poller
-    self.wakeState = WakeState(eventDescriptor: poller.wakeDescriptor)
+    self.waker = Waker(eventDescriptor: poller.wakeDescriptor)
     _ = pollingSlotsResetInForkedChild
     if isMain { mainLoopID.store(id, ordering: .relaxed) }
   }
@@ -236,9 +236,9 @@ public final class EventRunLoop: @unchecked Sendable {
   /// ```
   public func wakeUp() {
     // Orders the caller's earlier writes (a signal, a queued request) before the wake
-    // state is read (see `WakeState`).
+    // state is read (see `Waker`).
     atomicMemoryFence(ordering: .sequentiallyConsistent)
-    wakeState.request()
+    waker.wake()
   }
 
   /// How many `epoll_wait` calls the loop has made: tests count the system calls of a pass.

@@ -4,8 +4,8 @@ struct LoopThreadState {
   var iteration: UInt64 = 0
   /// Counts runs started on this loop, so a pass can tell that a call-out ran a nested run.
   var runsStarted: UInt64 = 0
-  /// Counts the wake-ups the loop took (an event from the eventfd, or a poll's mark), so a
-  /// run nested inside a pass can tell that it took one meant for the outer run.
+  /// Counts the wake-ups the loop took or dropped (see `Waker`), so a run nested inside a
+  /// pass can tell that it may have taken one meant for the outer run.
   var wakeUpsTaken: UInt64 = 0
   /// The token of the descriptor watch a run that handles one source chose last, so that
   /// watches of equal order take turns.
@@ -25,9 +25,14 @@ struct LoopThreadState {
   var passSnapshot = PassSnapshotSlot()
   /// How long the next sleep may poll before it blocks.
   var polling = PollingWindow()
-  /// Whether the loop is in a window where wake-ups are dropped (see `WakeState`): no run
-  /// active, or between waking and the next pass.
+  /// Whether the loop ignores wake-ups, CFRunLoop's "ignore wake-ups" flag: no run is
+  /// active, or the innermost run has its events (step 5 or 7) and its next pass has not
+  /// begun. A wake-up noted meanwhile is dropped when a run or pass begins (see
+  /// `EventRunLoop.startCountingWakeUps(_:)`). The loop's alone: wakers only note.
   var ignoringWakeUps = true
+  /// Whether the note outstanding when the loop began to ignore wake-ups was made while they
+  /// counted: the next pass or run keeps it (see `EventRunLoop.startIgnoringWakeUps()`).
+  var keepsNote = false
   /// How many main-queue drains are in progress (a nested run inside one does not serve
   /// the main queue).
   var mainQueueDrains = 0

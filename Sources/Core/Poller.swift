@@ -6,7 +6,7 @@ import Glibc
 /// set plays for CFRunLoop on macOS).
 ///
 /// The descriptors never change after creation, so the `epoll_ctl` calls are safe from any
-/// thread (and so is writing to the eventfd, which ``WakeState`` does). `arm`, `wait` and
+/// thread (and so is writing to the eventfd, which ``Waker`` does). `arm`, `wait` and
 /// the buffers are for the loop's thread only.
 final class Poller {
   static let wakeToken: UInt64 = 0

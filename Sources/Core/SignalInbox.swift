@@ -35,7 +35,7 @@ final class SignalInbox: Sendable {
       entries.byID[ObjectIdentifier(source)] = source
       // Sequentially consistent, before the signaller's wake-up: a pass that clears its wake
       // flag and then reads this one sees the source, or the signaller sees the flag clear
-      // and wakes the loop (see `WakeState`).
+      // and wakes the loop (see `Waker`).
       holdsSources.store(true, ordering: .sequentiallyConsistent)
       fresh.store(true, ordering: .sequentiallyConsistent)
     }

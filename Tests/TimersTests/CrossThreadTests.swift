@@ -38,7 +38,7 @@ struct CrossThreadTests {
   }
 
   // A loop whose run has no timeout and no timer sleeps on its wake word, not in epoll
-  // (see `WakeState`): a timer added from another thread must wake it, and the loop then
+  // (see `Waker`): a timer added from another thread must wake it, and the loop then
   // sleeps in epoll until the timer's deadline, and fires it.
   @Test func aTimerAddedFromAnotherThreadWakesALoopSleepingOnItsWord() throws {
     let worker = try startLoopThread(name: "word", runTimeout: nil)

@@ -96,7 +96,7 @@ static inline long crl_epoll_wait_system_call(void) {
 #endif
 }
 
-/// A loop's sleep word (see the Swift side's `WakeState`): a counter that a wake-up moves on
+/// A loop's sleep word (see the Swift side's `Waker`): a counter that a wake-up moves on
 /// and the loop sleeps on with `futex`. Swift's `Atomic` does not hand out its address, which
 /// the system call needs, so the word's atomics are here. Sequentially consistent, as every
 /// access of the wake state is.

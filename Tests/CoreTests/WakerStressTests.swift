@@ -4,14 +4,14 @@ import RunLoopCore
 import Synchronization
 import Testing
 
-/// The wake state under load: while loops poll before sleeping, wake-ups come as marks on
-/// the state, not as eventfd writes. None may be lost, whoever wakes the loop and whatever
+/// The waker under load: while loops poll before sleeping, a wake-up only sets the state of
+/// a polling loop, with no eventfd write. None may be lost, whoever wakes the loop and whatever
 /// else (nested runs, ready descriptors, interrupted waits) happens meanwhile. Each loop runs
 /// with a long timeout, so a lost wake-up shows as a stall, not as a slow test.
 ///
 /// Serialized: the loops need the process's polling places to poll at all.
-@Suite("Wake state under load", .serialized)
-struct WakeStateStressTests {
+@Suite("The waker under load", .serialized)
+struct WakerStressTests {
   static let hasTwoCPUs = crl_allowed_cpu_count() >= 2
 
   // Three threads each queue a request and wait (spinning, so the loop's sleeps stay short
