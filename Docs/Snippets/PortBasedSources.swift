@@ -25,9 +25,7 @@ package func portsDescriptorExample() throws {
 
 package func portsSignalsExample() throws {
   // snippet: ports-signals
-  // First thing in main, before any thread exists (threads inherit the signal mask):
-  try SignalSource.block([SIGTERM, SIGINT, SIGHUP])
-
+  // Anywhere, on any thread, with any other threads running: nothing to block first.
   let signals = try SignalSource(signals: [SIGTERM, SIGINT, SIGHUP]) { received in
     if received.signal == SIGHUP {
       print("reload requested by pid \(received.senderPID)")

@@ -3,8 +3,8 @@ import RunLoopCore
 /// Signals as an `AsyncSequence`.
 extension SignalSource {
   /// The signals of `signals` this process receives, read on `loop`'s thread while it runs in
-  /// `mode`, as a sequence (a ``SignalSource`` made and added for it; the signals are blocked
-  /// in the calling thread, see the type's discussion for the others). With the default
+  /// `mode`, as a sequence (a ``SignalSource`` made and added for it, which receives them
+  /// whatever the threads' masks). With the default
   /// `.oldest(64)` a full buffer refuses further signals and counts them in
   /// `LoopEvents.droppedCount` (the kernel itself merges a standard signal
   /// sent again before it is read). Ending the consuming task invalidates the source.

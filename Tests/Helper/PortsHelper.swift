@@ -1,8 +1,10 @@
 // The Ports module's part of the test helper: subcommands that play the other process in
 // the cross-process port tests. Each prints "ready" (flushed) once it is set up.
+import Dispatch
 import Glibc
 import RunLoopCore
 import RunLoopPorts
+import Synchronization
 
 /// Message ids the helper's servers understand.
 enum PortsHelperMessage {
@@ -31,6 +33,10 @@ func runPortsHelper(_ arguments: [String]) -> Never {
       try checkInWorker(directory: arguments[1], mainName: arguments[2])
     case "ports-signals" where arguments.count == 1:
       try signalWaiter()
+    case "ports-signals-unblocked" where arguments.count == 1:
+      try signalsWhateverTheMasks()
+    case "ports-signals-dispatch" where arguments.count == 1:
+      try signalsBesideDispatch()
     case "ports-emfile" where arguments.count == 2:
       try acceptWithoutDescriptors(directory: arguments[1])
     case "ports-request-timed" where arguments.count == 4:
@@ -40,7 +46,8 @@ func runPortsHelper(_ arguments: [String]) -> Never {
       say(
         "usage: ports-echo DIR NAME [MAX-FRAME-VERSION]"
           + " | ports-request DIR NAME MSGID TEXT [FRAME-VERSION]"
-          + " | ports-traced-request DIR NAME | ports-checkin DIR MAIN | ports-signals | ports-emfile DIR"
+          + " | ports-traced-request DIR NAME | ports-checkin DIR MAIN | ports-signals"
+          + " | ports-signals-unblocked | ports-signals-dispatch | ports-emfile DIR"
           + " | ports-request-timed DIR NAME MILLISECONDS")
       exit(2)
     }
@@ -215,6 +222,72 @@ private func signalWaiter() throws(RunLoopError) {
   try source.add(to: .current, mode: .default)
   say("ready")
   _ = try EventRunLoop.current.run()
+}
+
+/// Never blocks a signal: four loop threads and Swift concurrency tasks run while another
+/// process sends SIGUSR1 and SIGTERM, which a source on one of the loops reads. Prints the
+/// kernel ids of the threads that can take a signal (the main thread and the loops' threads)
+/// and "ready", then a line per signal; SIGTERM ends it with status 0.
+private func signalsWhateverTheMasks() throws(RunLoopError) {
+  let group = try RunLoopGroup(threadCount: 4, name: "signal-loop")
+  let flags = TaskFlags()
+  // Tasks on the concurrency pool, so that its threads exist and work when the signals come.
+  for _ in 0..<4 {
+    Task.detached {
+      flags.started.add(1, ordering: .relaxed)
+      while flags.running.load(ordering: .relaxed) {
+        try? await Task.sleep(for: .milliseconds(2))
+      }
+    }
+  }
+  while flags.started.load(ordering: .relaxed) < 4 { usleep(1_000) }
+  let source = try SignalSource(signals: [SIGUSR1, SIGTERM]) { received in
+    if received.signal == SIGUSR1 {
+      say("usr1 from \(received.senderPID)")
+    } else {
+      say("term from \(received.senderPID)")
+      EventRunLoop.main.stop()
+    }
+  }
+  try source.add(to: group.loops[0], mode: .default)
+  let ids = [EventRunLoop.main.threadID] + group.loops.map(\.threadID)
+  say("threads " + ids.map(String.init).joined(separator: " "))
+  say("ready")
+  try EventRunLoop.main.runUntilStopped()
+  flags.running.store(false, ordering: .relaxed)
+  source.invalidate()
+  group.stop()
+  for thread in group.threads { try thread.join() }
+}
+
+/// Whether the helper's tasks should go on, and how many have started.
+private final class TaskFlags: Sendable {
+  let running = Atomic<Bool>(true)
+  let started = Atomic<Int>(0)
+}
+
+/// A SignalSource for SIGUSR1 and, made after it, a Dispatch signal source for SIGTERM (what
+/// swift-service-lifecycle's ServiceGroup makes for its graceful-shutdown signals), with no
+/// signal blocked: each SIGUSR1 reaches the source and SIGTERM reaches Dispatch, which ends
+/// the process with status 0.
+private func signalsBesideDispatch() throws(RunLoopError) {
+  let source = try SignalSource(signals: [SIGUSR1]) { received in
+    say("source usr1 from \(received.senderPID)")
+  }
+  try source.add(to: .current, mode: .default)
+  let registered = DispatchSemaphore(value: 0)
+  let dispatchSource = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
+  dispatchSource.setEventHandler {
+    say("dispatch term")
+    EventRunLoop.main.stop()
+  }
+  dispatchSource.setRegistrationHandler { registered.signal() }
+  dispatchSource.resume()
+  registered.wait()
+  say("ready")
+  try EventRunLoop.current.runUntilStopped()
+  source.invalidate()
+  dispatchSource.cancel()
 }
 
 /// A server whose `accept` fails with EMFILE: every descriptor but one is used up, a client

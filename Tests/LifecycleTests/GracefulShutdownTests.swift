@@ -7,13 +7,18 @@ import Testing
 
 /// A ServiceGroup of a loop group and an echo server, in a process of its own, shut down by
 /// SIGTERM from this process while a client streams lines at it: the connection in flight is
-/// served to its end, every byte read is echoed, and nothing is reported lost.
+/// served to its end, every byte read is echoed, and nothing is reported lost. SIGUSR1s sent
+/// first reach the helper's SignalSource beside the group's SIGTERM handling.
 @Suite("Loop services under a ServiceGroup")
 struct GracefulShutdownTests {
   @Test func sigtermUnderLoadServesTheOpenConnectionToItsEndAndLosesNothing() throws {
     let path = "/tmp/runloop-lifecycle-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
     let helper = try HelperProcess([path], executable: "RunLoopLifecycleHelper")
     #expect(helper.readLine(timeout: .seconds(60)) == "ready")
+    for _ in 0..<3 {
+      helper.signal(SIGUSR1)
+      #expect(helper.readLine() == "usr1 from \(getpid())")
+    }
     let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     #expect(descriptor >= 0)
     defer { close(descriptor) }

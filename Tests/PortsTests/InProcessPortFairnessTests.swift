@@ -68,7 +68,8 @@ struct InProcessPortFairnessTests {
         try? portBox.withLock { $0 }?.send(msgid: 1, before: .now)
       }
       portBox.withLock { $0 = port }
-      // Thread-directed: only this thread, which blocks SIGUSR2, can receive it.
+      // Thread-directed at this thread, which blocks it (as the test's threads all do): it
+      // waits for the source's signalfd. No other test uses SIGUSR2.
       let source = try SignalSource(signals: [SIGUSR2]) { _ in signals.add(1, ordering: .relaxed) }
       try port.add(to: loop, mode: .default)
       try source.add(to: loop, mode: .default)

@@ -1,3 +1,4 @@
+import CRunLoopLinux
 import Glibc
 import RunLoopCore
 
@@ -130,4 +131,10 @@ public final class HelperProcess: @unchecked Sendable {
 
   /// Sends `signal` to the helper.
   public func signal(_ signal: Int32) { kill(pid, signal) }
+
+  /// Sends `signal` to the helper's thread `tid` only (`tgkill`). Returns whether it was sent.
+  @discardableResult
+  public func signal(_ signal: Int32, thread tid: pid_t) -> Bool {
+    crl_signal_thread(pid, tid, signal) == 0
+  }
 }

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crl_signals.h"
+
 /// The kernel thread id of the calling thread, cached per thread (reset in a forked child).
 pid_t crl_current_tid(void);
 
