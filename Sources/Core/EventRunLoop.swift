@@ -105,8 +105,11 @@ public final class EventRunLoop: @unchecked Sendable {
   /// assert(loop === EventRunLoop.current)  // stable for the thread's whole life
   /// ```
   ///
-  /// The loop lives as long as its thread (and as long as anyone holds it); creating it needs
-  /// three descriptors, and the process stops with a message if it has none left.
+  /// The loop lives as long as its thread (and as long as anyone holds it). Creating it needs
+  /// three descriptors (`epoll`, `eventfd`, `timerfd`); when the system refuses one (no
+  /// descriptor left, no memory), `current` stops the process with a message naming the
+  /// failed call. A program that must outlive that failure asks ``makeCurrent()`` instead,
+  /// which throws it.
   public static var current: EventRunLoop {
     let tid = crl_current_tid()
     if tid == getpid() { return main }
@@ -115,9 +118,40 @@ public final class EventRunLoop: @unchecked Sendable {
     if let stored = pthread_getspecific(currentLoopKey) {
       return Unmanaged<EventRunLoop>.fromOpaque(stored).takeUnretainedValue()
     }
-    let loop = makeOrStop(threadID: tid, isMain: false)
-    pthread_setspecific(currentLoopKey, Unmanaged.passRetained(loop).toOpaque())
-    return loop
+    do {
+      return try makeThreadLoop(threadID: tid)
+    } catch {
+      fatalError("\(error.message) (EventRunLoop.makeCurrent() throws this instead)")
+    }
+  }
+
+  /// The calling thread's run loop, created on first use, or the error that keeps it from
+  /// being created: what ``current`` returns, without stopping the process when the system
+  /// refuses the loop's descriptors.
+  ///
+  /// ```swift
+  /// let loop: EventRunLoop
+  /// do {
+  ///   loop = try EventRunLoop.makeCurrent()
+  /// } catch {
+  ///   print(error.message)  // cannot create the run loop of thread 4242: eventfd failed: ...
+  ///   exit(71)
+  /// }
+  /// ```
+  ///
+  /// A failure is not remembered for a thread other than the main one: a later call tries
+  /// again. The main thread's loop is made once for the process, so a failure to make it
+  /// stays, and ``main`` then stops the process with its message.
+  ///
+  /// - Throws: ``RunLoopError/Code/loopCreationFailed``, with the failed call and its
+  ///   `errno` in the message and ``RunLoopError/systemError``.
+  public static func makeCurrent() throws(RunLoopError) -> EventRunLoop {
+    let tid = crl_current_tid()
+    if tid == getpid() { return try mainLoopCreation.get() }
+    if let stored = pthread_getspecific(currentLoopKey) {
+      return Unmanaged<EventRunLoop>.fromOpaque(stored).takeUnretainedValue()
+    }
+    return try makeThreadLoop(threadID: tid)
   }
 
   /// The main thread's run loop, reachable from any thread.
@@ -125,13 +159,38 @@ public final class EventRunLoop: @unchecked Sendable {
   /// ```swift
   /// EventRunLoop.main.perform { print("on the main thread") }
   /// ```
-  public static var main: EventRunLoop { mainLoopInstance }
+  ///
+  /// Made on first use, from whichever thread asks first. When the system refuses its
+  /// descriptors, reading it stops the process with a message; ``makeCurrent()``, on the main
+  /// thread, throws that error instead.
+  public static var main: EventRunLoop {
+    switch mainLoopCreation {
+    case .success(let loop): return loop
+    case .failure(let error):
+      fatalError("\(error.message) (EventRunLoop.makeCurrent() throws this instead)")
+    }
+  }
 
-  static func makeOrStop(threadID: pid_t, isMain: Bool) -> EventRunLoop {
+  /// Makes the calling thread's loop (not the main thread's) and keeps it in the thread's
+  /// slot, which holds it until the thread exits.
+  private static func makeThreadLoop(threadID: pid_t) throws(RunLoopError) -> EventRunLoop {
+    let loop = try make(threadID: threadID, isMain: false)
+    pthread_setspecific(currentLoopKey, Unmanaged.passRetained(loop).toOpaque())
+    return loop
+  }
+
+  /// A new loop, or the reason it cannot be made, as a ``RunLoopError/Code/loopCreationFailed``.
+  fileprivate static func make(threadID: pid_t, isMain: Bool) throws(RunLoopError)
+    -> EventRunLoop
+  {
     do {
       return try EventRunLoop(threadID: threadID, isMain: isMain)
     } catch {
-      fatalError("cannot create a run loop for thread \(threadID): \(error)")
+      let owner = isMain ? "the main thread (\(threadID))" : "thread \(threadID)"
+      throw RunLoopError(
+        code: .loopCreationFailed,
+        message: "cannot create the run loop of \(owner): \(error.message)",
+        systemError: error.systemError)
     }
   }
 
@@ -384,7 +443,10 @@ let currentLoopKey: pthread_key_t = {
   return key
 }()
 
-private let mainLoopInstance = EventRunLoop.makeOrStop(threadID: getpid(), isMain: true)
+// The main thread's loop, or why it could not be made: made once, on first use.
+private let mainLoopCreation = Result { () throws(RunLoopError) -> EventRunLoop in
+  try EventRunLoop.make(threadID: getpid(), isMain: true)
+}
 
 // Numbers loops in the order they are made, for traces.
 private let loopIdentityCounter = Atomic<UInt64>(0)

@@ -86,5 +86,13 @@ extension RunLoopError {
     /// if error.code == .invalidState { print(error.message) }  // e.g. a second join()
     /// ```
     public static let invalidState = Code("invalidState")
+    /// A thread's run loop could not be created: the system refused one of its descriptors
+    /// (`EMFILE`, `ENFILE`, `ENOMEM`); the message names the call, and
+    /// ``RunLoopError/systemError`` has its `errno`.
+    ///
+    /// ```swift
+    /// if error.code == .loopCreationFailed { print("out of descriptors:", error.message) }
+    /// ```
+    public static let loopCreationFailed = Code("loopCreationFailed")
   }
 }

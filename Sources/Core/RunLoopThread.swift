@@ -216,7 +216,8 @@ public final class RunLoopThread: Sendable {
   /// - Throws: ``RunLoopError/Code/invalidState`` when started twice;
   ///   ``RunLoopError/Code/invalidArgument`` for a stack size the system refuses;
   ///   ``RunLoopError/Code/systemCallFailed`` when the system refuses the thread or its
-  ///   priority (then the entry closure never runs).
+  ///   priority; ``RunLoopError/Code/loopCreationFailed`` when it refuses the descriptors of
+  ///   the thread's run loop (in every case the entry closure never runs).
   public func start() throws(RunLoopError) {
     guard
       stateBits.compareExchange(
@@ -313,9 +314,14 @@ public final class RunLoopThread: Sendable {
     defer { pthread_setspecific(currentThreadKey, nil) }
     _ = crl_set_thread_name(name.prefix15)
     let tid = crl_current_tid()
-    let loop = EventRunLoop.current
+    var loop: EventRunLoop?
     var startError: RunLoopError?
-    if let priority {
+    do {
+      loop = try EventRunLoop.makeCurrent()
+    } catch {
+      startError = error
+    }
+    if startError == nil, let priority {
       startError = Self.apply(priority, threadID: tid)
     }
     shared.withLock { shared in

@@ -32,4 +32,23 @@ struct LoopOwnershipTests {
     #expect(lines.contains("child: own=true other=false"), "\(lines)")
     #expect(lines.contains("parent: own=true other=false childExit=0"), "\(lines)")
   }
+
+  // With no descriptor left, no loop can be made: makeCurrent() and RunLoopThread.start()
+  // throw loopCreationFailed with EMFILE (24) instead of stopping the process. Once
+  // descriptors are back, a thread's next try works; the main loop's failure stays.
+  @Test func aLoopThatCannotGetItsDescriptorsIsAThrownErrorNotAStop() throws {
+    let helper = try HelperProcess(["core-no-descriptors"])
+    var lines: [String] = []
+    while let line = helper.readLine(timeout: .seconds(30)) { lines.append(line) }
+    #expect(helper.waitForExit(timeout: .seconds(30)) == 0)
+    #expect(
+      lines == [
+        "main: loopCreationFailed errno=24",
+        "thread: loopCreationFailed errno=24",
+        "plain: loopCreationFailed errno=24",
+        "plain again: ok",
+        "thread again: ok",
+        "main again: loopCreationFailed errno=24",
+      ])
+  }
 }

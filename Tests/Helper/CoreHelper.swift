@@ -19,6 +19,8 @@ func runCoreHelper(_ arguments: [String]) -> Never {
     exitedOwnersHandleOnANewThread()
   case "core-run-main":
     runMainScenario()
+  case "core-no-descriptors":
+    loopsWithoutDescriptors()
   default:
     print("unknown core subcommand \(arguments)")
     exit(2)
@@ -222,4 +224,109 @@ private func runMainScenario() -> Never {
     exit(1)
   }
   exit(0)
+}
+
+/// `core-no-descriptors`: with the descriptor limit at the descriptors already open, the
+/// loops cannot be made. Prints one line per attempt, in order: the main thread's
+/// `makeCurrent()`, a `RunLoopThread`'s `start()` and a plain thread's `makeCurrent()` (each
+/// the error's code and errno); then, the limit raised again, the plain thread's second try
+/// and a new `RunLoopThread`, which work, and the main thread's, whose failure stays.
+private func loopsWithoutDescriptors() -> Never {
+  var limit = rlimit()
+  getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+  let saved = limit
+  // The limit at the descriptors open now, and every free number below it taken, so that
+  // the next descriptor fails with EMFILE.
+  var highest: Int32 = 2
+  if let directory = opendir("/proc/self/fd") {
+    while let entry = readdir(directory) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) {
+        String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      if let number = Int32(name) { highest = max(highest, number) }
+    }
+    closedir(directory)
+  }
+  limit.rlim_cur = rlim_t(highest + 1)
+  guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else {
+    print("error: setrlimit \(errno)")
+    exit(1)
+  }
+  var fillers: [Int32] = []
+  while case let filler = open("/dev/null", O_RDONLY | O_CLOEXEC), filler >= 0 {
+    fillers.append(filler)
+  }
+  func describe(_ error: RunLoopError) -> String {
+    "\(error.code) errno=\(error.systemError.map(String.init) ?? "none")"
+  }
+  func attempt(_ label: String, _ body: () throws(RunLoopError) -> Void) {
+    do throws(RunLoopError) {
+      try body()
+      print("\(label): ok")
+    } catch {
+      print("\(label): \(describe(error))")
+    }
+  }
+  attempt("main") { () throws(RunLoopError) in _ = try EventRunLoop.makeCurrent() }
+  attempt("thread") { () throws(RunLoopError) in
+    let thread = RunLoopThread(name: "refused") { _ in }
+    try thread.start()
+    try thread.join()
+  }
+  let plain = PlainThreadLoops()
+  plain.run { print("plain: \(plain.attempt())") }
+  var restored = saved
+  setrlimit(Int32(RLIMIT_NOFILE.rawValue), &restored)
+  for filler in fillers { close(filler) }
+  plain.run { print("plain again: \(plain.attempt())") }
+  attempt("thread again") { () throws(RunLoopError) in
+    let thread = RunLoopThread(name: "accepted") { thread in
+      _ = try thread.runLoop.run(mode: .default, timeout: .zero)
+    }
+    try thread.start()
+    try thread.join()
+  }
+  attempt("main again") { () throws(RunLoopError) in _ = try EventRunLoop.makeCurrent() }
+  exit(0)
+}
+
+/// One plain thread (not a `RunLoopThread`), kept for several jobs so that its second
+/// `makeCurrent()` is the same thread's.
+private final class PlainThreadLoops: @unchecked Sendable {
+  // Unchecked: `job` is handed over under the semaphores, one side at a time.
+  private var job: (() -> Void)?
+  private let ready = DispatchSemaphore(value: 0)
+  private let done = DispatchSemaphore(value: 0)
+
+  init() {
+    var thread = pthread_t()
+    let created = pthread_create(
+      &thread, nil,
+      { raw in
+        let loops = Unmanaged<PlainThreadLoops>.fromOpaque(raw!).takeUnretainedValue()
+        while true {
+          loops.ready.wait()
+          loops.job?()
+          loops.done.signal()
+        }
+      }, Unmanaged.passRetained(self).toOpaque())
+    precondition(created == 0, "pthread_create \(created)")
+  }
+
+  /// Runs `body` on the thread and waits for it.
+  func run(_ body: @escaping () -> Void) {
+    job = body
+    ready.signal()
+    done.wait()
+  }
+
+  /// The thread's `makeCurrent()`, described (on the thread).
+  func attempt() -> String {
+    do throws(RunLoopError) {
+      _ = try EventRunLoop.makeCurrent()
+      return "ok"
+    } catch {
+      return "\(error.code) errno=\(error.systemError.map(String.init) ?? "none")"
+    }
+  }
 }
