@@ -18,6 +18,9 @@ final class Poller {
   let timerDescriptor: Int32
   // Loop thread only: the absolute deadline the timerfd is armed for (nil: disarmed).
   private var armedDeadline: Int64?
+  // Loop thread only: a deadline the timerfd refused (`timerfd_settime` failed): a blocking
+  // wait ends there by itself, and the next `arm` tries the timerfd again.
+  private var unarmedDeadline: Int64?
   /// How many `epoll_wait` calls the loop has made (tests count a pass's system calls).
   private(set) var waits: UInt64 = 0
   // Loop thread only: one event buffer per nesting depth, so a nested run never overwrites
@@ -88,16 +91,41 @@ final class Poller {
   /// Arms the timerfd for `deadline` (a ``LoopClock`` reading), or disarms it for `nil`;
   /// skips the system call when nothing changes (every sleep asks; the deadline seldom
   /// changes).
+  ///
+  /// When the kernel refuses (`ENOMEM`), the deadline is not lost: the next blocking
+  /// ``wait(into:block:)`` bounds its own wait by it, so the loop still wakes on time and
+  /// the pass after it arms the timerfd again.
   func arm(nanoseconds deadline: Int64?) {
     guard deadline != armedDeadline else { return }
     armedDeadline = deadline
+    unarmedDeadline = nil
     var spec = itimerspec()
     if let deadline {
       let positive = max(1, deadline)
       spec.it_value = timespec(
         tv_sec: Int(positive / 1_000_000_000), tv_nsec: Int(positive % 1_000_000_000))
     }
-    _ = timerfd_settime(timerDescriptor, Int32(TFD_TIMER_ABSTIME), &spec, nil)
+    var status: Int32
+    repeat {
+      status = timerfd_settime(timerDescriptor, Int32(TFD_TIMER_ABSTIME), &spec, nil)
+    } while status != 0 && errno == EINTR
+    guard status != 0 else { return }
+    // Not armed: a disarm that failed leaves an old expiry, which `drainTimer` takes.
+    armedDeadline = nil
+    unarmedDeadline = deadline
+  }
+
+  /// How long a blocking wait may last, in milliseconds: for ever (-1), or until the deadline
+  /// the timerfd refused, rounded up (0 once it has passed, and then it is forgotten, so that
+  /// a stale one never makes every wait return at once).
+  private func blockingTimeout() -> Int32 {
+    guard let deadline = unarmedDeadline else { return -1 }
+    let left = deadline - LoopClock.now()
+    guard left > 0 else {
+      unarmedDeadline = nil
+      return 0
+    }
+    return Int32(clamping: (left + 999_999) / 1_000_000)
   }
 
   /// The event buffer of the run at `depth` (1 for the outermost).
@@ -120,7 +148,8 @@ final class Poller {
   func wait(into buffer: UnsafeMutableRawPointer, block: Bool) -> Int {
     waits &+= 1
     let events = buffer.assumingMemoryBound(to: epoll_event.self)
-    let count = crl_epoll_wait(epollDescriptor, events, Int32(Self.eventCapacity), block ? -1 : 0)
+    let count = crl_epoll_wait(
+      epollDescriptor, events, Int32(Self.eventCapacity), block ? blockingTimeout() : 0)
     return count < 0 ? 0 : Int(count)
   }
 
