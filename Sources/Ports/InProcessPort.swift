@@ -243,7 +243,9 @@ public final class InProcessPort: @unchecked Sendable {
         // Written under the lock: invalidate() closes the eventfd under it too.
         state.notified = true
         var one: UInt64 = 1
-        _ = write(eventDescriptor, &one, 8)
+        // The only failure a non-blocking eventfd write can have at a count this low is an
+        // interruption; a write lost to it would leave the message unannounced.
+        while write(eventDescriptor, &one, 8) < 0, errno == EINTR {}
       }
       return nil
     }
