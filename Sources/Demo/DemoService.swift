@@ -50,6 +50,8 @@ final class DemoService: @unchecked Sendable {
   static let incompleteLogStatus: Int32 = 74
   /// The exit status when another process writes the JSON log (EX_CANTCREAT).
   static let logInUseStatus: Int32 = 73
+  /// The exit status when the system refuses a loop's descriptors or a thread (EX_OSERR).
+  static let systemErrorStatus: Int32 = 71
 
   /// The mode of the critical section: a common mode, so timers, ports and signals in the
   /// common modes go on; the low-priority source is not in it and waits.
@@ -93,7 +95,13 @@ final class DemoService: @unchecked Sendable {
   // MARK: - Running
 
   func run() throws -> Int32 {
-    let mainLoop = EventRunLoop.current
+    let mainLoop: EventRunLoop
+    do {
+      mainLoop = try EventRunLoop.makeCurrent()
+    } catch {
+      StandardStreams.error("runloop-demo: cannot start: \(error.message)")
+      return Self.systemErrorStatus
+    }
     // A reader that goes away (`runloop-demo run | head -1`) ends the run like SIGTERM: with
     // SIGPIPE ignored the next write fails with EPIPE, see say(_:).
     signal(SIGPIPE, SIG_IGN)
@@ -219,10 +227,20 @@ final class DemoService: @unchecked Sendable {
       extraTimers.append(stopper)
     }
 
+    // A worker the system refuses (no descriptor for its loop, no thread) ends the run the
+    // graceful way: the workers already started are joined and the logs written out.
+    var startFailure: RunLoopError?
     for index in 1...options.workers {
       let worker = DemoWorker(index: index, service: self)
+      do {
+        try worker.thread.start()
+      } catch {
+        startFailure = error
+        StandardStreams.error("runloop-demo: cannot start \(worker.name): \(error.message)")
+        requestShutdown("\(worker.name) could not start")
+        break
+      }
       workers.append(worker)
-      try worker.thread.start()
     }
 
     // The main loop runs at least once, so that its run is in the trace even when the
@@ -247,7 +265,20 @@ final class DemoService: @unchecked Sendable {
       }
     }
     var joinFailures = 0
+    // Bounded: a worker whose wake-up was lost (its eventfd write failed) would keep a join
+    // waiting for ever. One still running at the bound is left to the process's exit.
+    let joinDeadline = deadline + .seconds(3)
     for worker in workers {
+      while worker.thread.state != .finished, ContinuousClock.now < joinDeadline {
+        usleep(5_000)
+      }
+      guard worker.thread.state == .finished else {
+        joinFailures += 1
+        StandardStreams.error(
+          "runloop-demo: \(worker.name) did not stop within 5 s of the shutdown (its wake-up "
+            + "lost?); leaving it to the process's exit")
+        continue
+      }
       do { try worker.thread.join() } catch {
         joinFailures += 1
         StandardStreams.error("runloop-demo: \(worker.name) failed: \(error)")
@@ -291,15 +322,24 @@ final class DemoService: @unchecked Sendable {
     if journal != nil, case let lines = JournalLogHandler.droppedLines, lines > 0 {
       StandardStreams.error("runloop-demo: journald missed \(lines) of the service's log lines")
     }
+    let narrationLost = StandardStreams.outputLinesLost.load(ordering: .relaxed)
+    if narrationLost > 0 {
+      let error = StandardStreams.outputLastError.load(ordering: .relaxed)
+      StandardStreams.error(
+        "runloop-demo: standard output failed (\(String(cString: strerror(error)))): "
+          + "\(narrationLost) lines of narration were lost; the JSON log is the record")
+    }
     let statistics = jsonSink.statistics
     guard statistics.isComplete else {
       StandardStreams.error(
         Self.incompleteLogMessage(
           path: options.jsonLogPath, shutdownTimeout: options.shutdownTimeout, statistics))
       say("JSON log INCOMPLETE: \(options.jsonLogPath) (run id \(tracer.runID))")
-      return Self.incompleteLogStatus
+      return startFailure == nil ? Self.incompleteLogStatus : Self.systemErrorStatus
     }
     say("JSON log written: \(options.jsonLogPath) (run id \(tracer.runID))")
+    if startFailure != nil { return Self.systemErrorStatus }
+    if narrationLost > 0 { return Self.incompleteLogStatus }
     return joinFailures == 0 ? 0 : 1
   }
 

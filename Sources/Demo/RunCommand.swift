@@ -34,7 +34,8 @@ struct RunCommand: ParsableCommand {
       a failed write, a file deleted or truncated during the run, a reader too slow for the
       shutdown bound), with the figures on standard error; 73 when another process writes
       the log; 69 when the metrics address cannot be listened on (taken, or not this
-      host's); 1 for other errors, 64 for bad flags.
+      host's); 71 when the system refuses a run loop's descriptors or a thread; 1 for
+      other errors, 64 for bad flags.
 
       Every activity, call-out and sleep of every loop goes to the JSON log (complete)
       and to journald (best effort). Find this run's records with:

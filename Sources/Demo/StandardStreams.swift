@@ -11,17 +11,27 @@ import Synchronization
 enum StandardStreams {
   /// Set when a write to standard output failed with `EPIPE`.
   static let outputClosed = Atomic<Bool>(false)
+  /// Lines of standard output a write error other than `EPIPE` lost (`EIO`, `ENOSPC`), and
+  /// the last such error: the `run` command reports them and exits with `EX_IOERR`.
+  static let outputLinesLost = Atomic<Int>(0)
+  static let outputLastError = Atomic<Int32>(0)
 
   /// Writes `text` and a newline to standard output; returns `false` when standard output
   /// is closed (its reader went away).
   @discardableResult
   static func out(_ text: String) -> Bool {
     guard !outputClosed.load(ordering: .acquiring) else { return false }
-    guard write(1, text + "\n") else {
+    switch deliver(1, text + "\n") {
+    case 0:
+      return true
+    case EPIPE:
       outputClosed.store(true, ordering: .releasing)
       return false
+    case let error:
+      outputLastError.store(error, ordering: .relaxed)
+      outputLinesLost.add(1, ordering: .relaxed)
+      return true
     }
-    return true
   }
 
   /// Writes `text` and a newline to standard error.
@@ -33,6 +43,12 @@ enum StandardStreams {
   /// `false` when the reader is gone (`EPIPE`).
   @discardableResult
   static func write(_ descriptor: Int32, _ text: String) -> Bool {
+    deliver(descriptor, text) != EPIPE
+  }
+
+  /// Writes `text` as it is, retrying short writes and interruptions; returns 0, or the
+  /// `errno` that stopped it.
+  private static func deliver(_ descriptor: Int32, _ text: String) -> Int32 {
     var bytes = Array(text.utf8)
     var offset = 0
     while offset < bytes.count {
@@ -42,11 +58,11 @@ enum StandardStreams {
       }
       if written < 0 {
         if errno == EINTR { continue }
-        return errno != EPIPE
+        return errno
       }
       offset += written
     }
     bytes.removeAll()
-    return true
+    return 0
   }
 }
