@@ -189,6 +189,7 @@ extension EventRunLoop {
 
   /// Tells the instruments that want activities that the loop reached `activity`.
   func notify(_ activity: LoopActivity) {
+    local.step = UInt8(truncatingIfNeeded: activity.step)
     guard refreshInstruments().contains(.activities) else { return }
     tellInstruments(activity)
   }
@@ -220,7 +221,7 @@ extension EventRunLoop {
   private func passInfo() -> LoopPassInfo {
     LoopPassInfo(
       loopID: id, mode: local.innermostMode ?? .default, iteration: local.iteration,
-      depth: local.depth)
+      depth: local.depth, step: Int(local.step))
   }
 
   /// Brings the loop thread's instrument list up to date and returns what the instruments

@@ -153,6 +153,7 @@ extension EventRunLoop {
   /// next pass, as in CFRunLoop, which collects the signalled sources before calling any.
   /// Returns whether any ran.
   private func fireCustomSources(_ active: ActiveMode, onlyFirst: Bool) -> Bool {
+    local.step = 4
     // Most passes find no source signalled: the loop's inbox of signalled sources tells
     // without a lock (see `EventRunLoop+SignalledSources.swift`).
     guard mayHaveSignalledSources(active) else { return false }
@@ -167,6 +168,7 @@ extension EventRunLoop {
   private func handleReadyPort(_ active: ActiveMode, into buffer: UnsafeMutableRawPointer)
     -> Int?
   {
+    local.step = 5
     guard self[passIn: active.mode].hasWatches else { return nil }
     let count = poller.wait(into: buffer, block: false)
     for index in 0..<count where poller.event(index, in: buffer).token > Poller.timerToken {
@@ -181,6 +183,7 @@ extension EventRunLoop {
   /// is looked at later anyway (a request or job by step 9 and the next pass, a signal by
   /// the next step 4, a stop or an emptied mode by the end of the pass).
   private func pollEvents(in active: ActiveMode, into buffer: UnsafeMutableRawPointer) -> Int {
+    local.step = 7
     if waker.takeNote() { local.wakeUpsTaken &+= 1 }
     return readyEvents(in: active, into: buffer)
   }
@@ -199,6 +202,7 @@ extension EventRunLoop {
   /// the pass means there is no sleep: the pass takes the events there are (see
   /// `readyEvents(in:into:)`), and neither the deadline nor the timerfd is looked at.
   private func sleep(_ active: ActiveMode, plan: RunPlan, buffer: UnsafeMutableRawPointer) -> Int {
+    local.step = 7
     if waker.takeNote() {
       local.wakeUpsTaken &+= 1
       return readyEvents(in: active, into: buffer)
@@ -237,6 +241,7 @@ extension EventRunLoop {
     _ count: Int, in buffer: UnsafeMutableRawPointer, active: ActiveMode, plan: RunPlan,
     skipPorts: Bool
   ) -> Bool {
+    local.step = 9
     guard count > 0 || !self[passIn: active.mode].deadlineSources.isEmpty else { return false }
     return handleEventsAndDeadlines(
       count, in: buffer, active: active, plan: plan, skipPorts: skipPorts)

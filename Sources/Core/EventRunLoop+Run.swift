@@ -148,11 +148,13 @@ extension EventRunLoop {
     let outerIgnoring = local.ignoringWakeUps
     if outerIgnoring { startCountingWakeUps(active) }
     let wakeUpsTakenBefore = local.wakeUpsTaken
+    let outerStep = local.step
     notify(.entry)  // Step 1
     // A stop made before the first pass (by the entry observer, say) ends the run at once,
     // as in CFRunLoop.
     let result = runs.takeStopRequest() ? .stopped : runPasses(&active, depth: depth, plan: plan)
     notify(.exit)  // Step 10
+    local.step = outerStep
     // A run nested in a pass that has not woken yet may have taken (or dropped) a wake-up
     // announcing work it could not do: a perform request or job of a mode it does not run.
     // The outer pass, which may already have looked, gets one back, so its sleep does not

@@ -228,6 +228,23 @@ public final class EventRunLoop: @unchecked Sendable {
     }
   }
 
+  /// The step of the guide's "sequence of events" the loop's innermost run is at: 1 for
+  /// `entry`, 2 and 3 for the notifications before timers and sources, 4 for custom
+  /// sources, 5 for the check for a ready port, 6 to 8 for the sleep and the notifications
+  /// around it, 9 for what woke the loop (timers, descriptors), 10 for `exit`. Perform
+  /// requests and jobs run at steps 3, 4 and 9. `nil` when no run is active, or off the
+  /// loop's thread.
+  ///
+  /// ```swift
+  /// let timer = LoopTimer(after: .milliseconds(10)) { _ in
+  ///   print("fired at step", EventRunLoop.current.currentStep!)  // 9
+  /// }
+  /// ```
+  public var currentStep: Int? {
+    guard isCurrent, local.depth > 0 else { return nil }
+    return Int(local.step)
+  }
+
   /// Whether a run of the loop is active (on its thread).
   ///
   /// ```swift

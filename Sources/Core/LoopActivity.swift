@@ -74,6 +74,25 @@ public struct LoopActivity: OptionSet, Hashable, Sendable, CustomStringConvertib
     .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit,
   ]
 
+  /// The step of the guide's sequence of events at which the loop reports this activity: 1
+  /// for `entry`, 2, 3, 6 and 8 for the four in the passes, 10 for `exit`; 0 for a
+  /// combination.
+  ///
+  /// ```swift
+  /// LoopActivity.afterWaiting.step  // 8
+  /// ```
+  public var step: Int {
+    switch self {
+    case .entry: 1
+    case .beforeTimers: 2
+    case .beforeSources: 3
+    case .beforeWaiting: 6
+    case .afterWaiting: 8
+    case .exit: 10
+    default: 0
+    }
+  }
+
   /// The activity's name as traces spell it (`entry`, `beforeTimers`, ...), or the names of
   /// the members joined with `|` for a combination.
   ///

@@ -32,16 +32,24 @@ public struct LoopPassInfo: Sendable, Hashable {
   /// if info.depth > 1 { print("a nested run in", info.mode) }
   /// ```
   public let depth: Int
+  /// The step of the guide's sequence of events the innermost run is at (1 to 10, see
+  /// ``EventRunLoop/currentStep``): for a call-out, the step that made it.
+  ///
+  /// ```swift
+  /// print("step \(info.step): \(record.name)")  // "step 9: tick" for a timer
+  /// ```
+  public let step: Int
 
   /// Creates the information (the loop does this; tests may too).
   ///
   /// ```swift
-  /// let info = LoopPassInfo(loopID: loop.id, mode: .default, iteration: 1, depth: 1)
+  /// let info = LoopPassInfo(loopID: loop.id, mode: .default, iteration: 1, depth: 1, step: 9)
   /// ```
-  package init(loopID: UInt64, mode: LoopMode, iteration: UInt64, depth: Int) {
+  package init(loopID: UInt64, mode: LoopMode, iteration: UInt64, depth: Int, step: Int = 0) {
     self.loopID = loopID
     self.mode = mode
     self.iteration = iteration
     self.depth = depth
+    self.step = step
   }
 }

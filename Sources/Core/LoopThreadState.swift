@@ -10,6 +10,9 @@ struct LoopThreadState {
   /// The token of the descriptor watch a run that handles one source chose last, so that
   /// watches of equal order take turns.
   var lastChosenWatchToken: UInt64 = 0
+  /// The step of the guide's sequence of events the innermost run is at, 1 to 10 (0: no
+  /// run). Each step sets it as it begins; blocks and jobs run at steps 3, 4 and 9.
+  var step: UInt8 = 0
   /// How many runs are active (``ActiveRuns`` publishes what other threads need).
   var depth = 0
   /// The active runs, outermost first, in `runs[0..<depth]`. Entries past the depth are
