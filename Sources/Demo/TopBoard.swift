@@ -72,6 +72,9 @@ struct TopBoard {
       loop.lastTimestamp = max(loop.lastTimestamp, record.endTimestamp)
     }
     switch record.record {
+    case .loss:
+      // The JSON sink's own record: the loss is its writer's, not a loop's.
+      break
     case .stall:
       // The watchdog's report: the loop is stuck in this call-out, awake since `timestamp`.
       loop.stalledSince = record.timestamp

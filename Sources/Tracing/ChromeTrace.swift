@@ -334,6 +334,15 @@ struct _ChromeEventConverter {
             ("cat", .string("stall")), ("pid", .int(pid)), ("tid", .int(tid)),
             ("ts", .double(ChromeTrace.microseconds(record.endTimestamp))),
           ], args: args))
+    case .loss:
+      // The log's writer lost records here: a mark on the writer's thread.
+      args.append(("lost", .int(Int(clamping: record.lost ?? 0))))
+      emit(
+        _ChromeEvent(
+          fields: [
+            ("ph", .string("i")), ("s", .string("p")),
+            ("name", .string("\(record.lost ?? 0) records lost")), ("cat", .string("loss")),
+          ] + base, args: args))
     case .recovery:
       // The whole time the loop was awake, from waking to sleeping again.
       emit(

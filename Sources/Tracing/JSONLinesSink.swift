@@ -1,3 +1,4 @@
+import CRunLoopLinux
 import DequeModule
 import Foundation
 import Glibc
@@ -230,7 +231,8 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
       fileRemoved: counts.fileRemoved, partialRecords: counts.partial,
       truncations: counts.truncations, recordsTruncated: counts.truncated,
       foreignBytes: counts.foreign, reopens: counts.reopens,
-      reopenFailures: counts.reopenFailures, fileRenamed: counts.fileRenamed)
+      reopenFailures: counts.reopenFailures, fileRenamed: counts.fileRenamed,
+      lossRecords: counts.lossRecords)
   }
 }
 
@@ -255,6 +257,7 @@ final class _JSONLinesFile: @unchecked Sendable {
     var reopens: UInt64 = 0
     var reopenFailures: UInt64 = 0
     var fileRenamed = false
+    var lossRecords: UInt64 = 0
   }
 
   // Touched by the writer thread only (and by close() before any writer thread ran).
@@ -271,6 +274,11 @@ final class _JSONLinesFile: @unchecked Sendable {
   // truncated away: the next write starts with a newline, so later records stay lines of
   // their own instead of being glued onto it.
   private var endsInsideARecord = false
+  // Records lost (failed writes, truncated away) that no loss record in the file counts yet;
+  // the run id of the last record encoded, for that loss record, and the table it came from.
+  private var unreportedLoss: UInt64 = 0
+  private var lastRun = ""
+  private var lastSource: UInt32?
   // Touched by the writer thread only: the bytes of a batch and where its lines end, kept
   // between batches; the encoder of the tracers' events.
   private let buffer = _LineBuffer()
@@ -378,9 +386,17 @@ final class _JSONLinesFile: @unchecked Sendable {
           // Not expected (releases come after their events), but a record not written is
           // counted lost, so that the statistics never call an incomplete trace complete.
           state.withLock { $0.lost += 1 }
+          unreportedLoss += 1
           continue
         }
-      case .record(let record): record.appendJSONLine(to: buffer)
+        if event.source != lastSource {
+          lastSource = event.source
+          lastRun = encoder.runID(of: event.source) ?? lastRun
+        }
+      case .record(let record):
+        record.appendJSONLine(to: buffer)
+        lastRun = record.run
+        lastSource = nil
       case .release(let source):
         // The tracer's lines are already encoded (bytes copied): its strings can go.
         encoder.release(source)
@@ -416,6 +432,7 @@ final class _JSONLinesFile: @unchecked Sendable {
       }
       let end = lineEnds[lastLine]
       checkFile()
+      if unreportedLoss > 0 { writeLossRecord() }
       let (done, error) = writeChunk(buffer.bytes.baseAddress! + start, end - start)
       // The lines of the chunk that reached the file whole, and whether one was cut short.
       var whole = 0
@@ -431,6 +448,7 @@ final class _JSONLinesFile: @unchecked Sendable {
         guard error != 0 else { return false }
         counts.lost += lines - UInt64(whole)
         if cut { counts.partial += 1 }
+        unreportedLoss += lines - UInt64(whole)
         counts.errors += 1
         counts.lastError = error
         return counts.errors == 1
@@ -523,6 +541,7 @@ final class _JSONLinesFile: @unchecked Sendable {
     if size < expectedSize {
       let taken = recordsInFile
       recordsInFile = 0
+      unreportedLoss += taken
       let first = state.withLock { counts -> Bool in
         counts.truncations += 1
         counts.truncated += taken
@@ -538,6 +557,28 @@ final class _JSONLinesFile: @unchecked Sendable {
       let added = UInt64(size - expectedSize)
       state.withLock { $0.foreign += added }
     }
+  }
+
+  /// Writes a loss record counting the records lost since the last one; on success the
+  /// count starts again from zero, on failure it stays for the next write (or the close) to
+  /// try. The record is the sink's own line, not counted as a record written.
+  private func writeLossRecord() {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    let record = TraceRecord(
+      run: lastRun, seq: 0, record: .loss, timestamp: LoopClock.now(),
+      wallTime: Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec), pid: getpid(),
+      tid: crl_current_tid(), thread: "trace-json", loop: 0,
+      mode: "", iteration: 0, depth: 0, lost: unreportedLoss)
+    let line = _LineBuffer(capacity: 512)
+    record.appendJSONLine(to: line)
+    let (done, error) = writeChunk(line.bytes.baseAddress!, line.count)
+    guard error == 0 else {
+      if done > 0 { _ = takeBack(done) }
+      return
+    }
+    unreportedLoss = 0
+    state.withLock { $0.lossRecords += 1 }
   }
 
   /// Closes the file and opens the path again (see ``JSONLinesSink/reopen()``).
@@ -585,6 +626,7 @@ final class _JSONLinesFile: @unchecked Sendable {
   func close() {
     guard descriptor >= 0 else { return }
     checkFile()
+    if unreportedLoss > 0 { writeLossRecord() }
     // A file deleted while it was written took every record with it, though each write
     // succeeded: say so in the statistics. One renamed kept them, under its new name.
     var info = stat()

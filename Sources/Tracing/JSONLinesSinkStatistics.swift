@@ -107,6 +107,15 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
   /// if stats.fileRenamed { print("the log was renamed; its records are under the new name") }
   /// ```
   public var fileRenamed: Bool
+  /// Loss records the sink wrote into the file (`"record":"loss"`, see
+  /// ``TraceRecord/Kind/loss``): after records were lost or truncated away, the first write
+  /// that succeeds (or the close) says how many. They are the sink's own lines, not counted
+  /// in ``recordsWritten``.
+  ///
+  /// ```swift
+  /// let marked = stats.lossRecords  // lines in the file that count the records lost
+  /// ```
+  public var lossRecords: UInt64
 
   /// Whether every record queued reached a file that still has its name, and the file is
   /// ours alone: none lost, none still pending, the file not deleted, not truncated, not
@@ -133,7 +142,7 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
     lastError: Int32?, queueHighWater: Int, closed: Bool, fileRemoved: Bool = false,
     partialRecords: UInt64 = 0, truncations: UInt64 = 0, recordsTruncated: UInt64 = 0,
     foreignBytes: UInt64 = 0, reopens: UInt64 = 0, reopenFailures: UInt64 = 0,
-    fileRenamed: Bool = false
+    fileRenamed: Bool = false, lossRecords: UInt64 = 0
   ) {
     self.recordsWritten = recordsWritten
     self.recordsPending = recordsPending
@@ -150,5 +159,6 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
     self.reopens = reopens
     self.reopenFailures = reopenFailures
     self.fileRenamed = fileRenamed
+    self.lossRecords = lossRecords
   }
 }

@@ -111,6 +111,10 @@ extension TraceRecord {
       buffer.write(#","wchan":"#)
       buffer.writeQuoted(wchan)
     }
+    if let lost {
+      buffer.write(#","lost":"#)
+      buffer.writeDecimal(lost)
+    }
     buffer.write("}\n")
   }
 }

@@ -17,5 +17,9 @@ extension TraceRecord {
     /// A stalled loop went back to sleep (or left its run); `duration_ns` is how long it was
     /// awake in all.
     case recovery
+    /// The JSON sink's own record, not a tracer's: `lost` records before it never reached
+    /// the file (a failed write, a full disk, a truncation by another process). Written by
+    /// the first write that succeeds after the loss, or at close; `seq` is 0.
+    case loss
   }
 }

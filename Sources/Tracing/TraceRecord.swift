@@ -26,7 +26,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// The schema versions ``TraceLog`` reads: version 1 is version 2 without the stall and
   /// recovery records and their keys; version 2 is version 3 without the span and cause
   /// keys; version 3's `trace` is the trace id a call-out's cause came with, version 4's the
-  /// one the call-out belongs to.
+  /// one the call-out belongs to, and version 3 has no loss record.
   package static let readableVersions: ClosedRange<Int> = 1...4
 
   /// The schema version of the record (``schemaVersion``).
@@ -205,6 +205,13 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// let waitingIn = record.wchan
   /// ```
   public var wchan: String?
+  /// How many records were lost before this one (since the previous loss record); only in
+  /// loss records, which the JSON sink writes.
+  ///
+  /// ```swift
+  /// let lost = records.compactMap(\.lost).reduce(0, +)
+  /// ```
+  public var lost: UInt64?
 
   /// Creates a record (the tracer does this; tools and tests may too).
   ///
@@ -221,7 +228,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     dueAt: Int64? = nil, lateness: Int64? = nil, span: String? = nil,
     causeSpan: String? = nil, causeTid: Int32? = nil, causeLoop: UInt64? = nil,
     causePid: Int32? = nil, trace: String? = nil, threadState: String? = nil,
-    wchan: String? = nil
+    wchan: String? = nil, lost: UInt64? = nil
   ) {
     self.version = version
     self.run = run
@@ -250,6 +257,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     self.trace = trace
     self.threadState = threadState
     self.wchan = wchan
+    self.lost = lost
   }
 
   /// The JSON keys (schema version 4). The journald field of a key is `RUNLOOP_` followed by
@@ -282,6 +290,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     case trace
     case threadState = "thread_state"
     case wchan
+    case lost
   }
 
   /// The record as `(key, value)` pairs in schema order, values as their JSON text without
@@ -308,6 +317,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     if let trace { result.append(("trace", trace)) }
     if let threadState { result.append(("thread_state", threadState)) }
     if let wchan { result.append(("wchan", wchan)) }
+    if let lost { result.append(("lost", String(lost))) }
     return result
   }
 

@@ -40,6 +40,8 @@ extension TraceSummary {
     private var histograms = 0
     private var foldedLoops = Set<UInt64>()
     private var foldedRecords = 0
+    // What the log's loss records count (saturating: a damaged log may hold any number).
+    private var recordsLost: UInt64 = 0
 
     /// The most loops summarised; the records of later loops are counted only.
     ///
@@ -87,6 +89,11 @@ extension TraceSummary {
     /// builder.add(record)
     /// ```
     public mutating func add(_ record: TraceRecord) {
+      guard record.record != .loss else {
+        let (sum, overflow) = recordsLost.addingReportingOverflow(record.lost ?? 0)
+        recordsLost = overflow ? .max : sum
+        return
+      }
       // Taken out while it is added to (the histogram budget is the builder's), so that its
       // tables stay uniquely owned and are not copied.
       var totals: Totals
@@ -131,7 +138,7 @@ extension TraceSummary {
         }
       case .stall:
         totals.stalls += 1
-      case .recovery:
+      case .recovery, .loss:
         break
       case .sleep:
         // Saturating: the summary reads logs written by anyone, damaged ones included.
@@ -209,7 +216,8 @@ extension TraceSummary {
           loop.calloutsUnderOtherNames = totals.otherNames
           loop.delaysNotRecorded = totals.delaysNotRecorded
           return loop
-        }, loopsNotSummarised: foldedLoops.count, recordsNotSummarised: foldedRecords)
+        }, loopsNotSummarised: foldedLoops.count, recordsNotSummarised: foldedRecords,
+        recordsLost: recordsLost)
     }
   }
 }

@@ -28,6 +28,12 @@ public struct TraceSummary: Sendable, Hashable {
   /// let records = summary.recordsNotSummarised
   /// ```
   public var recordsNotSummarised: Int = 0
+  /// Records the log's writer lost, as its loss records count them (they belong to no loop).
+  ///
+  /// ```swift
+  /// if summary.recordsLost > 0 { print("the log is incomplete") }
+  /// ```
+  public var recordsLost: UInt64 = 0
 
   /// Summarises `records`, keeping the `top` call-outs by time per loop.
   ///
@@ -41,10 +47,14 @@ public struct TraceSummary: Sendable, Hashable {
   }
 
   // The builder's result (TraceSummary+Builder.swift): loops already totalled.
-  init(loops: [Loop], loopsNotSummarised: Int = 0, recordsNotSummarised: Int = 0) {
+  init(
+    loops: [Loop], loopsNotSummarised: Int = 0, recordsNotSummarised: Int = 0,
+    recordsLost: UInt64 = 0
+  ) {
     self.loops = loops
     self.loopsNotSummarised = loopsNotSummarised
     self.recordsNotSummarised = recordsNotSummarised
+    self.recordsLost = recordsLost
   }
 
   /// The summary as text for people.
@@ -92,6 +102,11 @@ public struct TraceSummary: Sendable, Hashable {
       lines.append(
         "\(atLeast)\(loopsNotSummarised) more loops (\(recordsNotSummarised) records) not "
           + "summarised: the summary keeps the first \(Builder.loopLimit)")
+    }
+    if recordsLost > 0 {
+      lines.append(
+        "the log is incomplete: its writer lost \(recordsLost) records (its loss records "
+          + "say where)")
     }
     return lines.joined(separator: "\n") + "\n"
   }

@@ -24,7 +24,8 @@ public enum TraceTimeline {
     // Per thread, the runs entered and not yet exited: start, mode, depth.
     var open: [Int32: [(start: Int64, mode: String, depth: Int)]] = [:]
     var last: [Int32: Int64] = [:]
-    for record in records {
+    // A loss record is the JSON sink's, on its writer thread: no loop's time.
+    for record in records where record.record != .loss {
       last[record.tid] = max(last[record.tid] ?? 0, record.endTimestamp)
       switch record.record {
       case .activity where record.activity == "entry":
@@ -55,8 +56,9 @@ public enum TraceTimeline {
           Span(
             tid: record.tid, state: .sleeping, start: record.timestamp,
             end: record.endTimestamp, label: "sleep", mode: record.mode, depth: record.depth))
-      case .stall, .recovery:
-        // Drawn from the records themselves (marks), not as spans of the loop's time.
+      case .stall, .recovery, .loss:
+        // Drawn from the records themselves (marks), not as spans of the loop's time; a loss
+        // is the log's, not a loop's.
         break
       }
     }

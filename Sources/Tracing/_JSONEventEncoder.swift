@@ -36,6 +36,11 @@ package struct _JSONEventEncoder {
     return true
   }
 
+  /// The run id of the tracer whose events carry `source`, once one of them was encoded.
+  func runID(of source: UInt32) -> String? {
+    Int(source) < bySource.count ? bySource[Int(source)]?.runID : nil
+  }
+
   /// Forgets the quoted strings of `source` (freeing them) and releases its table; the
   /// number may then come back for another tracer.
   mutating func release(_ source: UInt32) {
@@ -69,6 +74,8 @@ package struct _JSONEventEncoder {
 /// ``_LineBuffer`` with no reference counting or bounds checks per piece.
 final class _QuotedTable {
   private let table: _TraceStrings
+  /// The tracer's run id.
+  var runID: String { table.runID }
   // `{"v":1,"run":"<run id>","seq":`
   private let head: UnsafeMutableBufferPointer<UInt8>
   // `,"pid":<pid>,"tid":`
@@ -181,6 +188,7 @@ final class _QuotedTable {
       case .sleep: line.write(#","record":"sleep","ts_ns":"#)
       case .stall: line.write(#","record":"stall","ts_ns":"#)
       case .recovery: line.write(#","record":"recovery","ts_ns":"#)
+      case .loss: line.write(#","record":"loss","ts_ns":"#)
       }
       line.writeDecimal(event.timestamp)
       line.write(#","wall_ns":"#)
@@ -222,6 +230,9 @@ final class _QuotedTable {
       case .sleep:
         line.write(#","duration_ns":"#)
         line.writeDecimal(event.duration)
+      case .loss:
+        // Never an event: the JSON sink writes its loss records as records.
+        break
       }
       line.write("}\n")
     }

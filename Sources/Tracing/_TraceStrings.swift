@@ -278,6 +278,9 @@ package final class _TraceStrings: Sendable {
         record.setSpan(event.span, cause: event.cause, trace: (event.traceHigh, event.traceLow))
       case .sleep:
         record.duration = event.duration
+      case .loss:
+        // Only the JSON sink writes these, never as an event.
+        break
       case .stall, .recovery:
         // The watchdog sends these as whole records; an event of them carries the call-out
         // and the time awake.

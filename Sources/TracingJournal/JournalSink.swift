@@ -362,6 +362,8 @@ final class _JournalEmitter: @unchecked Sendable {
     case .sleep: JournalSink.MessageID.sleep
     case .stall: JournalSink.MessageID.stall
     case .recovery: JournalSink.MessageID.recovery
+    // The JSON sink's own record; journald reports its own losses as drops.
+    case .loss: JournalSink.MessageID.drops
     }
   }
 
@@ -369,7 +371,7 @@ final class _JournalEmitter: @unchecked Sendable {
   static func priority(for kind: TraceRecord.Kind) -> String {
     switch kind {
     case .activity, .callout, .sleep: "7"
-    case .stall: "4"
+    case .stall, .loss: "4"
     case .recovery: "5"
     }
   }
@@ -403,6 +405,8 @@ final class _JournalEmitter: @unchecked Sendable {
     case .recovery:
       return
         "\(place): recovered from a stall, awake \(milliseconds(record.duration ?? 0)) in all"
+    case .loss:
+      return "\(record.lost ?? 0) trace records lost before this one (by the JSON sink's writer)"
     }
   }
 

@@ -57,7 +57,8 @@ struct LogRotationTests {
     // O_APPEND: the writes after the truncation start at its new end, not at the old offset.
     let current = try Self.bytes(of: log)
     #expect(!current.contains(0), "NUL bytes at the head of the truncated log")
-    let records = try TraceLog.read(contentsOf: log)
+    let lines = try TraceLog.read(contentsOf: log)
+    let records = lines.filter { $0.record != .loss }
     #expect(!records.isEmpty)
     let rotated = try TraceLogReader(path: log + ".1")
     var copied: [TraceRecord] = []
@@ -74,6 +75,9 @@ struct LogRotationTests {
     let missing = Int(last) - present.count
     #expect(missing <= truncatedAway, "\(missing) records missing, \(truncatedAway) reported")
     #expect(truncatedAway > 0)
+    // The live file starts with the loss record of the truncation, counting what it took.
+    #expect(lines.first?.record == .loss)
+    #expect(lines.filter { $0.record == .loss }.map(\.lost) == [UInt64(truncatedAway)])
     // The records after the truncation are all in the live file.
     let firstAfter = try #require(records.map(\.seq).min())
     #expect(Set(records.map(\.seq)) == Set(firstAfter...last))

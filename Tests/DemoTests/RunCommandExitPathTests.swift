@@ -28,7 +28,8 @@ struct RunCommandExitPathTests {
     let result = try runDemo(["run", "--duration", "1", "--no-journal", "--json-log", path])
     #expect(result.exitedNormally && result.status == 74, "stderr: \(result.stderr)")
     #expect(result.stderr.contains("No space left on device"))
-    let records = try TraceLog.read(contentsOf: path)
+    // A loss record may fit where a taken-back record was: the sink's line, not a record.
+    let records = try TraceLog.read(contentsOf: path).filter { $0.record != .loss }
     #expect(!records.isEmpty)
     #expect(
       result.stderr.contains("is incomplete: \(records.count) records written"),

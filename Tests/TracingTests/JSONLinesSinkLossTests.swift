@@ -25,7 +25,8 @@ struct JSONLinesSinkLossTests {
   // A real full disk: a 64 KiB tmpfs. The write that fills it is short, the next one fails
   // with ENOSPC; the cut record is taken back out, the records that reached the file whole
   // are counted written and the others lost. Once space is freed, later records land on
-  // lines of their own.
+  // lines of their own, after a loss record that counts the ones lost (a loss record that
+  // fits in the room a taken-back record left may count some of them earlier).
   @Test(.enabled(if: SmallTmpfs.canMount, "needs root to mount a tmpfs"))
   func aFullDiskLeavesOnlyWholeRecordsAndCountsExactlyWhatReachedTheFile() throws {
     let disk = try SmallTmpfs(kilobytes: 64)
@@ -44,7 +45,7 @@ struct JSONLinesSinkLossTests {
     #expect(full.recordsWritten > 0 && full.recordsLost > 0)
     #expect(full.recordsWritten + full.recordsLost == UInt64(first))
     #expect(full.partialRecords == 0)
-    let atFull = try Self.lines(of: path)
+    let atFull = try Self.lines(of: path).filter { $0.record != .loss }
     #expect(UInt64(atFull.count) == full.recordsWritten)
     #expect(atFull.map(\.seq) == (1...UInt64(atFull.count)).map { $0 })
 
@@ -54,9 +55,32 @@ struct JSONLinesSinkLossTests {
     #expect(sink.close(timeout: .seconds(5)))
     let final = sink.statistics
     #expect(final.recordsWritten + final.recordsLost == UInt64(first + 10))
-    let after = try Self.lines(of: path)
+    let lines = try Self.lines(of: path)
+    let after = lines.filter { $0.record != .loss }
+    let losses = lines.filter { $0.record == .loss }
     #expect(UInt64(after.count) == final.recordsWritten)
     #expect(Array(after.map(\.seq).suffix(10)) == ((first + 1)...(first + 10)).map { UInt64($0) })
+    // Every record lost is counted by a loss record in the file, the last of them just
+    // before the records written once space came back.
+    #expect(losses.map { $0.lost ?? 0 }.reduce(0, +) == final.recordsLost)
+    #expect(UInt64(losses.count) == final.lossRecords)
+    #expect(losses.allSatisfy { $0.run == "full" && $0.seq == 0 && $0.loop == 0 })
+    #expect(lines.suffix(11).first?.record == .loss)
+    let summary = TraceSummary(records: lines)
+    #expect(summary.recordsLost == final.recordsLost)
+    #expect(summary.text.contains("its writer lost \(final.recordsLost) records"))
+  }
+
+  // On /dev/full no write ever succeeds: the loss has no loss record (nothing can hold it),
+  // and the statistics still count every record.
+  @Test func aLossNoWriteCanReportLeavesNoLossRecordAndIsCounted() throws {
+    let sink = try JSONLinesSink(path: "/dev/full")
+    for seq in 1...20 { sink.enqueue(Self.record(seq)) }
+    #expect(sink.close(timeout: .seconds(5)))
+    let statistics = sink.statistics
+    #expect(statistics.recordsLost == 20)
+    #expect(statistics.recordsWritten == 0)
+    #expect(statistics.lossRecords == 0)
   }
 
   // A file deleted while it is written: every write succeeds, but the records went to a

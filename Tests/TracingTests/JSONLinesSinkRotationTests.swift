@@ -43,9 +43,13 @@ struct JSONLinesSinkRotationTests {
 
     let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
     #expect(!bytes.contains(0), "the writes after the truncation left a hole of NUL bytes")
+    // The first line after the truncation says what it took.
     let records = try TraceLog.read(contentsOf: path)
-    #expect(records.map(\.seq) == (101...150).map { UInt64($0) })
+    #expect(records.map(\.seq) == [0] + (101...150).map { UInt64($0) })
+    #expect(records.first?.record == .loss)
+    #expect(records.first?.lost == 100)
     let statistics = sink.statistics
+    #expect(statistics.lossRecords == 1)
     #expect(statistics.truncations == 1)
     #expect(statistics.recordsTruncated == 100)
     #expect(statistics.recordsWritten == 150)
@@ -62,6 +66,9 @@ struct JSONLinesSinkRotationTests {
     #expect(sink.close(timeout: .seconds(5)))
     #expect(sink.statistics.truncations == 1)
     #expect(sink.statistics.recordsTruncated == 10)
+    // The close writes the loss record: the file says what the truncation took.
+    let records = try TraceLog.read(contentsOf: path)
+    #expect(records.map { "\($0.record) \($0.lost ?? 0)" } == ["loss 10"])
     #expect(!sink.statistics.isComplete)
   }
 

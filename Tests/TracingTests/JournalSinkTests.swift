@@ -80,6 +80,7 @@ struct JournalSinkTests {
         case .sleep: JournalSink.MessageID.sleep
         case .stall: JournalSink.MessageID.stall
         case .recovery: JournalSink.MessageID.recovery
+        case .loss: JournalSink.MessageID.drops
         }
       #expect(entry["MESSAGE_ID"] == messageID)
       if let activity = record.activity {

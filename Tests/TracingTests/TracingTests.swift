@@ -36,7 +36,7 @@ struct TracingTests {
       case .activity: "\(record.iteration) \(record.activity!)"
       case .callout: "\(record.iteration) callout \(record.calloutKind!):\(record.calloutName!)"
       case .sleep: "\(record.iteration) sleep"
-      case .stall, .recovery: "\(record.iteration) \(record.record)"
+      case .stall, .recovery, .loss: "\(record.iteration) \(record.record)"
       }
     }
     #expect(
