@@ -69,6 +69,10 @@ final class DemoService: @unchecked Sendable {
   private var debouncer: Debouncer!
   private var workers: [DemoWorker] = []
   private let progressPending = Atomic<Int>(0)
+  // What the shutdown is doing, for the message of a signal that abandons it; and whether it
+  // is over (the watch for such a signal then ends).
+  private let shutdownStep = GuardedState("stopping the main loop")
+  private let shutdownOver = Atomic<Bool>(false)
   // Guarded by its own lock: everything the loop threads share.
   private let state = GuardedState(State())
 
@@ -188,6 +192,9 @@ final class DemoService: @unchecked Sendable {
         jsonSink.reopen()
         return
       }
+      guard state.withLock({ $0.shutdownReason == nil }) else {
+        abandonShutdown(received.signal, from: received.senderPID)
+      }
       requestShutdown("\(Self.signalName(received.signal)) from pid \(received.senderPID)")
     }
     try signals.add(to: mainLoop, mode: .common)
@@ -242,6 +249,19 @@ final class DemoService: @unchecked Sendable {
       }
       workers.append(worker)
     }
+    abandoned = { [journal, started = workers] in
+      var left: [String] = []
+      let running = started.filter { $0.thread.state != .finished }.map(\.name)
+      if !running.isEmpty { left.append("\(running.joined(separator: ", ")) still running") }
+      let pending = jsonSink.statistics.recordsPending
+      if pending > 0 {
+        left.append("\(pending) JSON log records not yet written (the log is incomplete)")
+      }
+      if let unsent = journal?.unsent, unsent > 0 {
+        left.append("\(unsent) journald entries not yet sent")
+      }
+      return left.isEmpty ? "nothing left to write" : left.joined(separator: "; ")
+    }
 
     // The main loop runs at least once, so that its run is in the trace even when the
     // shutdown came first (standard output closed while the service started): a queued
@@ -252,6 +272,8 @@ final class DemoService: @unchecked Sendable {
       }
       if try mainLoop.run(mode: .default, timeout: nil) == .finished { break }
     } while state.withLock({ $0.shutdownReason == nil })
+    shutdownStep.withLock { $0 = "stopping and joining the workers" }
+    watchForASecondSignal()
 
     // Graceful shutdown: workers first (their loops stop from their own threads), then the
     // main loop's sources, then the sinks, which write out what they have queued.
@@ -293,7 +315,14 @@ final class DemoService: @unchecked Sendable {
     // Its last recoveries go through the tracer: closed first.
     watchdog?.close()
     // One bound for all the sinks together: the JSON log, then every loop's journal sink.
+    let bound = "\(DurationArgument(options.shutdownTimeout).seconds) s"
+    shutdownStep.withLock { $0 = "writing out the logs, within the \(bound) shutdown bound" }
+    say(
+      "\(stamp()) writing out the logs (within the \(bound) shutdown bound; SIGTERM or SIGINT "
+        + "again abandons them)")
     tracer.close(timeout: options.shutdownTimeout)
+    shutdownStep.withLock { $0 = "reporting" }
+    defer { shutdownOver.store(true, ordering: .releasing) }
 
     let snapshot = state.withLock { $0 }
     say(
@@ -378,6 +407,45 @@ final class DemoService: @unchecked Sendable {
         throw DemoError("cannot write the JSON log at '\(path)': \(error.message)")
       }
     }
+  }
+
+  /// What the shutdown would leave undone if it ended now (set in `run()` once the sinks
+  /// exist).
+  private var abandoned: @Sendable () -> String = { "nothing left to write" }
+
+  /// Once the main loop has stopped, nothing reads its signal source: a thread of its own
+  /// takes SIGTERM and SIGINT (blocked in every thread, so they wait for it) until the
+  /// shutdown is over, and ends the process at the first.
+  private func watchForASecondSignal() {
+    let watch = RunLoopThread(name: "shutdown-watch", detached: true) { [self] _ in
+      var signals = sigset_t()
+      sigemptyset(&signals)
+      sigaddset(&signals, SIGTERM)
+      sigaddset(&signals, SIGINT)
+      var info = siginfo_t()
+      var interval = timespec(tv_sec: 0, tv_nsec: 50_000_000)
+      while !shutdownOver.load(ordering: .acquiring) {
+        let signal = sigtimedwait(&signals, &info, &interval)
+        if signal > 0 { abandonShutdown(signal, from: info._sifields._kill.si_pid) }
+      }
+    }
+    do {
+      try watch.start()
+    } catch {
+      StandardStreams.error(
+        "runloop-demo: no thread to watch for a second signal (\(error.message)); SIGTERM and "
+          + "SIGINT wait until the shutdown is over")
+    }
+  }
+
+  /// A second SIGTERM or SIGINT during the shutdown: says what is abandoned and exits at
+  /// once with 128 + the signal's number (143, 130), as a shell reports a killed program.
+  private func abandonShutdown(_ signal: Int32, from sender: pid_t) -> Never {
+    let step = shutdownStep.withLock { $0 }
+    StandardStreams.error(
+      "runloop-demo: \(Self.signalName(signal)) from pid \(sender) during the shutdown (\(step)): "
+        + "exiting now with status \(128 + signal); abandoned: \(abandoned())")
+    _exit(128 + signal)
   }
 
   /// SIGTERM, SIGINT or SIGHUP, if one is pending (they are blocked in every thread).

@@ -25,6 +25,9 @@ struct RunCommand: ParsableCommand {
            iterations, time asleep, call-outs, timer lateness and journald drops.
 
       SIGHUP reopens the JSON log (after a rotation renamed it) and the run goes on.
+      A second SIGTERM or SIGINT during the shutdown ends the process at once, with
+      status 143 or 130 and a line saying what it abandoned (workers still running,
+      records not yet written).
 
       With --metrics-address, the main loop also serves the loop metrics (utilization,
       call-out delays by kind, stalls, drops, perform queue depths) to Prometheus at

@@ -73,6 +73,36 @@ struct RunCommandExitPathTests {
     #expect(elapsed < .seconds(15))
   }
 
+  // A second SIGTERM or SIGINT while the shutdown waits for a stalled FIFO reader (a 60 s
+  // bound): the run ends at once with 128 + the signal, saying what it abandoned.
+  @Test(arguments: [SIGTERM, SIGINT])
+  func aSecondSignalDuringTheShutdownExitsAtOnceSayingWhatItAbandoned(signal: Int32) throws {
+    let directory = try scratchDirectory("secondsignal\(signal)")
+    let path = directory + "/trace.fifo"
+    #expect(mkfifo(path, 0o600) == 0)
+    let reader = open(path, O_RDONLY | O_NONBLOCK)
+    #expect(reader >= 0)
+    defer { close(reader) }
+    let setPipeSize: Int32 = 1031  // F_SETPIPE_SZ
+    _ = fcntl(reader, setPipeSize, 4096)
+    let demo = try DemoProcess(
+      ["run", "--no-journal", "--json-log", path, "--shutdown-timeout", "60"])
+    #expect(demo.waitForOutput("heartbeat 1"))
+    demo.send(signal)
+    #expect(demo.waitForOutput("writing out the logs"))
+    demo.send(signal)
+    let result = demo.wait(timeout: .seconds(30))
+    let name = signal == SIGTERM ? "SIGTERM" : "SIGINT"
+    #expect(result.exitedNormally && result.status == 128 + signal, "stderr: \(result.stderr)")
+    #expect(
+      result.stderr.contains(
+        "\(name) from pid \(getpid()) during the shutdown (writing out the logs, within the "
+          + "60.0 s shutdown bound): exiting now with status \(128 + signal); abandoned: "),
+      "stderr: \(result.stderr)")
+    #expect(result.stderr.contains("JSON log records not yet written (the log is incomplete)"))
+    #expect(!result.stdout.contains("shutdown complete"))
+  }
+
   @Test func aFIFOWithNoReaderIsAClearErrorNotAnEndlessOpen() throws {
     let directory = try scratchDirectory("noreader")
     let path = directory + "/trace.fifo"
