@@ -103,6 +103,35 @@ struct LoopSpansTests {
   }
 }
 
+@Suite(.serialized)
+struct LoopSpansStallTests {
+  @Test func aStallReportBecomesAnEventOfTheStalledCalloutsSpan() async throws {
+    let recorder = testTracer.recorder
+    let spans = LoopSpans()
+    let watchdog = StallWatchdog(threshold: .milliseconds(20), reportingTo: spans)
+    let worker = try startLoopThread(name: "spans-stall") { $0.addInstrument(spans) }
+    watchdog.attach(to: worker.runLoop)
+    // The call-out stays busy until its own span holds the watchdog's report.
+    let sawStall = try await worker.runLoop.submit(name: "stalling") { () -> Bool in
+      let deadline = ContinuousClock.now + .seconds(30)
+      while ContinuousClock.now < deadline {
+        let own = recorder.activeSpans.first { $0.operationName == "stalling" }
+        if own?.events.contains(where: { $0.name == "runloop.stall" }) == true { return true }
+        usleep(1000)
+      }
+      return false
+    }
+    stopLoopThread(worker)
+    watchdog.close()
+    #expect(sawStall)
+    let span = try #require(recorder.finishedSpans.first { $0.operationName == "stalling" })
+    #expect(span.events.filter { $0.name == "runloop.stall" }.count == 1)
+    let stall = try #require(span.events.first { $0.name == "runloop.stall" })
+    #expect(stall.attributes["runloop.mode"]?.toSpanAttribute() == "default")
+    #expect(stall.attributes["runloop.awake_ns"] != nil)
+  }
+}
+
 /// Records the trace and span id of each `attributed` call-out the loop reports.
 private final class Probe: RunLoopInstrument {
   let ids: GuardedState<[String]>
