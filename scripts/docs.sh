@@ -10,7 +10,7 @@ out=${1:-.build/docs}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-targets=(RunLoopGuide RunLoopCore RunLoopTimers RunLoopPorts RunLoopObservers RunLoopTracing RunLoopJournal RunLoopLogging RunLoopPrometheus)
+targets=(RunLoopGuide RunLoopCore RunLoopTimers RunLoopPorts RunLoopObservers RunLoopTracing RunLoopJournal RunLoopLogging RunLoopPrometheus RunLoopSpans)
 args=()
 for target in "${targets[@]}"; do args+=(--target "$target"); done
 
@@ -18,7 +18,10 @@ swift package --allow-writing-to-directory "$out" generate-documentation "${args
   --enable-experimental-combined-documentation --transform-for-static-hosting \
   --output-path "$out" 2>&1 | tee "$log"
 
-if grep -q "warning:" "$log"; then
+# swift-distributed-tracing 1.7.3's manifest leaves each target's CMakeLists.txt unhandled,
+# and SwiftPM warns of it at every build; nothing in this package can change that manifest.
+if grep "warning:" "$log" \
+  | grep -qv "^warning: 'swift-distributed-tracing': found 1 file(s) which are unhandled"; then
   echo "the documentation build printed warnings (above)" >&2
   exit 1
 fi
