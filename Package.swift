@@ -285,10 +285,12 @@ let package = Package(
       name: "RunLoopGuide",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
-        "RunLoopJournal", "RunLoopLogging", "RunLoopPrometheus",
+        "RunLoopJournal", "RunLoopLogging", "RunLoopPrometheus", "RunLoopSpans",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "CoreMetrics", package: "swift-metrics"),
         .product(name: "Prometheus", package: "swift-prometheus"),
+        .product(name: "Tracing", package: "swift-distributed-tracing"),
+        .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
       ],
       path: "Docs",
       exclude: [

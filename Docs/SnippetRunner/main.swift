@@ -209,6 +209,7 @@ let regions: [(name: String, coverage: Coverage)] = [
   ),
   ("concurrency-main", .runs(mainLoopProgram)),
   ("tracing-attach", .runs(tracingAttachExample)),
+  ("tracing-spans", .runs { try withWorker { try tracingSpansExample(worker: $0) } }),
   ("tracing-per-request", .runs(tracingPerRequestExample)),
   (
     "tracing-prometheus",

@@ -15,16 +15,16 @@ import Tracing
 /// let spans = LoopSpans()
 /// EventRunLoop.addProcessInstrument(spans)
 /// try await withSpan("request") { _ in
-///   try await worker.perform { handle() }  // its span is a child of "request"
+///   try await worker.submit { handle() }  // its span is a child of "request"
 /// }
 /// ```
 ///
 /// Inside the call-out, `ServiceContext.current` is its span's context, which carries the
 /// caller's baggage. Each span is named after the call-out and carries these attributes:
 /// `runloop.callout.kind`, `runloop.loop`, `thread.id`, `runloop.mode`, `runloop.depth` (how
-/// deep in nested runs) and `runloop.iteration` (the pass). A ``StallWatchdog`` that
-/// reports to the spans (see ``report(_:)``) adds a `runloop.stall` event to the span of the
-/// call-out that stalled.
+/// deep in nested runs) and `runloop.iteration` (the pass). A
+/// ``/RunLoopObservers/StallWatchdog`` that reports to the spans (see ``report(_:)``) adds a
+/// `runloop.stall` event to the span of the call-out that stalled.
 ///
 /// When the tracer propagates W3C trace context (`traceparent`), the loop takes the span's
 /// ids as the call-out's own: the JSON log, journald and named-port frames then name the
