@@ -22,7 +22,8 @@ import Tracing
 /// Inside the call-out, `ServiceContext.current` is its span's context, which carries the
 /// caller's baggage. Each span is named after the call-out and carries these attributes:
 /// `runloop.callout.kind`, `runloop.loop`, `thread.id`, `runloop.mode`, `runloop.depth` (how
-/// deep in nested runs) and `runloop.iteration` (the pass). A
+/// deep in nested runs), `runloop.iteration` (the pass) and `runloop.step` (the step of the
+/// sequence of events that made the call-out, 1 to 10). A
 /// ``/RunLoopObservers/StallWatchdog`` that reports to the spans (see ``report(_:)``) adds a
 /// `runloop.stall` event to the span of the call-out that stalled.
 ///
@@ -84,6 +85,7 @@ public final class LoopSpans: RunLoopInstrument {
     span.attributes["runloop.mode"] = info.mode.name
     span.attributes["runloop.depth"] = info.depth
     span.attributes["runloop.iteration"] = Int64(bitPattern: info.iteration)
+    span.attributes["runloop.step"] = info.step
     running.withLock { $0[info.loopID, default: []].append(span) }
     defer {
       running.withLock { open in

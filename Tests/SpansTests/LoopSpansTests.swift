@@ -97,8 +97,11 @@ struct LoopSpansTests {
     #expect(span.attributes["runloop.depth"]?.toSpanAttribute() == 1)
     #expect(span.attributes["thread.id"] != nil)
     #expect(span.attributes["runloop.iteration"] != nil)
-    // The record the loop reports names the span the tracer made.
+    // The record the loop reports names the span the tracer made, at the step it reports.
     #expect(ids.withLock { $0 } == ["\(span.traceID)/\(span.spanID)"])
+    let step = try #require(probe.steps.withLock { $0.first })
+    #expect((1...10).contains(step))
+    #expect(span.attributes["runloop.step"]?.toSpanAttribute() == .int64(Int64(step)))
     loop.removeInstrument(probe)
   }
 }
@@ -132,15 +135,17 @@ struct LoopSpansStallTests {
   }
 }
 
-/// Records the trace and span id of each `attributed` call-out the loop reports.
+/// Records the trace and span id, and the step, of each `attributed` call-out the loop reports.
 private final class Probe: RunLoopInstrument {
   let ids: GuardedState<[String]>
+  let steps = GuardedState<[Int]>([])
   init(_ ids: GuardedState<[String]>) { self.ids = ids }
   var interests: InstrumentInterests { .callouts }
   var notificationOrder: Int { 1 }
   func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
     guard callout.name == "attributed", let trace = callout.traceID else { return }
     ids.withLock { $0.append("\(hex(trace.high))\(hex(trace.low))/\(hex(callout.span))") }
+    steps.withLock { $0.append(info.step) }
   }
 }
 
