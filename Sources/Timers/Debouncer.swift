@@ -47,21 +47,21 @@ public final class Debouncer: Sendable {
   ///   - delay: the quiet time before the action runs; zero or negative runs it at the
   ///     loop's next pass after the last call.
   ///   - loop: where the action runs (the calling thread's loop by default).
-  ///   - modes: the modes in which the action may run; an empty list means
-  ///     ``/RunLoopCore/LoopMode/default``.
+  ///   - modes: the modes in which the action may run, the common modes by default (as for a
+  ///     perform); an empty list means the same.
   ///   - name: the timer's name in traces.
   ///   - action: the work.
   ///
   /// ```swift
-  /// let save = Debouncer(delay: .seconds(1), modes: [.common], name: "autosave") { save() }
+  /// let save = Debouncer(delay: .seconds(1), modes: [.default], name: "autosave") { save() }
   /// ```
   public init(
-    delay: Duration, loop: EventRunLoop = .current, modes: [LoopMode] = [.default],
+    delay: Duration, loop: EventRunLoop = .current, modes: [LoopMode] = [.common],
     name: String = "debounce", _ action: @escaping @Sendable () -> Void
   ) {
     self.delay = delay
     self.loop = loop
-    self.modes = modes.isEmpty ? [.default] : modes
+    self.modes = modes.isEmpty ? [.common] : modes
     self.name = name
     self.action = action
   }

@@ -9,8 +9,9 @@ extension EventRunLoop {
   ///
   /// - Parameters:
   ///   - delay: how long to wait; zero or negative means "at the next pass".
-  ///   - modes: the modes in which it may run; an empty list schedules nothing and returns
-  ///     a request that is already cancelled.
+  ///   - modes: the modes in which it may run, the common modes by default, as for
+  ///     `perform(_:)`; an empty list schedules nothing and returns a request that is already
+  ///     cancelled.
   ///   - key: a group for ``cancelDelayedPerforms(key:)`` (the guide's "target").
   ///   - name: the request's name in traces.
   ///   - block: the work.
@@ -20,11 +21,11 @@ extension EventRunLoop {
   ///
   /// ```swift
   /// let loop = EventRunLoop.current
-  /// loop.perform(after: .milliseconds(300), inModes: [.default], key: "search") { search() }
+  /// loop.perform(after: .milliseconds(300), key: "search") { search() }
   /// ```
   @discardableResult
   public func perform(
-    after delay: Duration, inModes modes: [LoopMode] = [.default], key: String? = nil,
+    after delay: Duration, inModes modes: [LoopMode] = [.common], key: String? = nil,
     name: String = "delayedPerform", _ block: @escaping @Sendable () -> Void
   ) -> DelayedPerform {
     // A one-shot timer never throws at creation. The handler finds the scheduler through

@@ -32,6 +32,29 @@ struct DelayedPerformTests {
     #expect(when >= requestedAt + .milliseconds(20))
   }
 
+  /// The default-mode rule: a delayed perform, a debouncer and a perform given no modes all
+  /// wait through a run of a private mode and all run in a mode that joined the common modes.
+  @Test func delayedPerformsAndDebouncersDefaultToTheCommonModesAsPerformDoes() throws {
+    let log = try onNewThread { loop -> [String] in
+      let log = EventLog()
+      let tracking: LoopMode = "tracking"
+      loop.addCommonMode(tracking)
+      loop.perform(after: .zero) { log.append("delayed") }
+      loop.perform { log.append("perform") }
+      let debouncer = Debouncer(delay: .zero, loop: loop) { log.append("debounced") }
+      debouncer.call()
+      // Nothing is in "private": the run finds the mode empty and returns.
+      let privateRun = try loop.run(mode: "private", timeout: .seconds(5))
+      log.append("private run ended")
+      let trackingRun = try loop.run(mode: tracking, timeout: .seconds(5))
+      return log.all + ["\(privateRun)", "\(trackingRun)"]
+    }
+    #expect(log.first == "private run ended")
+    #expect(log.count == 6)
+    #expect(Set(log.dropFirst().prefix(3)) == ["delayed", "perform", "debounced"])
+    #expect(log.suffix(2) == ["finished", "finished"])
+  }
+
   @Test func cancelledRequestNeverRuns() throws {
     let (log, result) = try onNewThread { loop -> ([String], RunResult) in
       let log = EventLog()
