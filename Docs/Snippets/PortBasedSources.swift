@@ -54,7 +54,7 @@ package func portsInProcessExample() throws {
 
 package func portsCheckInThreadsExample() throws {
   // snippet: ports-check-in-threads
-  let checkInMessage: UInt32 = 100
+  let checkInMessage: PortMessageID = 100
 
   // Listings 3-12 and 3-13: the main thread's port and its handler.
   let workerPort = GuardedState<InProcessPort?>(nil)
@@ -119,7 +119,7 @@ package func portsRegistryExample() throws {
 
 package func portsCheckInProcessesExample() throws {
   // snippet: ports-check-in-processes
-  let checkInMessage: Int32 = 100
+  let checkInMessage: PortMessageID = 100
 
   // Main process, Listings 3-17 and 3-18.
   let workerNames = GuardedState<[String]>([])

@@ -95,7 +95,7 @@ func ourPortMessages(_ count: Int) throws -> Double {
   let thread = try OurLoopThread(name: "port") { loop in try port.add(to: loop, mode: .default) }
   let start = nanosNow()
   for index in 0..<count {
-    try port.send(msgid: UInt32(truncatingIfNeeded: index), before: .now + .seconds(5))
+    try port.send(msgid: PortMessageID(truncatingIfNeeded: index), before: .now + .seconds(5))
   }
   done.wait()
   let rate = Double(count) / seconds(since: start)
@@ -116,7 +116,8 @@ func ourPortMessagesOneInFlight(_ count: Int) throws -> Double {
   let start = nanosNow()
   for index in 0..<count {
     try port.send(
-      msgid: UInt32(truncatingIfNeeded: index), components: [payload], before: .now + .seconds(5))
+      msgid: PortMessageID(truncatingIfNeeded: index), components: [payload],
+      before: .now + .seconds(5))
     each.wait()
   }
   let rate = Double(count) / seconds(since: start)

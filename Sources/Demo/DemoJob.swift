@@ -1,3 +1,5 @@
+import RunLoopPorts
+
 /// A unit of work the main thread hands to a worker, and the message ids of the demo's port
 /// protocol.
 struct DemoJob: Sendable {
@@ -12,13 +14,13 @@ struct DemoJob: Sendable {
   /// Message ids on the ports (the guide's check-in protocol uses 100 for the check-in).
   enum MessageID {
     /// worker to main: "here is my port" (Listing 3-15).
-    static let checkIn: UInt32 = 100
+    static let checkIn: PortMessageID = 100
     /// main to worker: a job.
-    static let job: UInt32 = 200
+    static let job: PortMessageID = 200
     /// worker to main: a job is done.
-    static let jobDone: UInt32 = 201
+    static let jobDone: PortMessageID = 201
     /// main to worker: finish your run loop.
-    static let quit: UInt32 = 300
+    static let quit: PortMessageID = 300
   }
 
   let id: Int

@@ -37,7 +37,7 @@ extension Scenarios {
     narration.say("The worker's port answers each message on the message's reply port.")
     for (index, word) in ["one", "two", "three"].enumerated() {
       try workerPort.send(
-        msgid: UInt32(index + 1), components: [Array(word.utf8)], receivePort: mainPort,
+        msgid: PortMessageID(index + 1), components: [Array(word.utf8)], receivePort: mainPort,
         before: .now + .seconds(1))
     }
     let deadline = ContinuousClock.now + .seconds(2)
@@ -80,10 +80,10 @@ extension Scenarios {
   ) { narration in
     let loop = EventRunLoop.current
     enum ID {
-      static let checkIn: UInt32 = 100
-      static let work: UInt32 = 1
-      static let result: UInt32 = 2
-      static let exit: UInt32 = 3
+      static let checkIn: PortMessageID = 100
+      static let work: PortMessageID = 1
+      static let result: PortMessageID = 2
+      static let exit: PortMessageID = 3
     }
     let workerPort = GuardedState<InProcessPort?>(nil)
     let results = GuardedState<[String]>([])

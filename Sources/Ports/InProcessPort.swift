@@ -266,12 +266,32 @@ public final class InProcessPort: @unchecked Sendable {
   ///
   /// - Throws: what ``send(_:before:)`` throws.
   public func send(
-    msgid: UInt32, components: [[UInt8]] = [], receivePort: InProcessPort? = nil,
+    msgid: PortMessageID, components: [[UInt8]] = [], receivePort: InProcessPort? = nil,
     before deadline: ContinuousClock.Instant
   ) throws(RunLoopError) {
     try send(
       LoopPortMessage(
         msgid: msgid, components: components, sendPort: self, receivePort: receivePort),
+      before: deadline)
+  }
+
+  /// The same send with a `UInt32` id, as message ids were on this port before they became
+  /// ``PortMessageID`` (`Int32`) on every port: its 32 bits are kept (`Int32(bitPattern:)`).
+  ///
+  /// ```swift
+  /// let legacy: UInt32 = 7
+  /// try port.send(msgid: PortMessageID(bitPattern: legacy), before: .now)  // instead
+  /// ```
+  ///
+  /// - Throws: what ``send(_:before:)`` throws.
+  @available(*, deprecated, message: "message ids are PortMessageID (Int32) on every port")
+  @_disfavoredOverload
+  public func send(
+    msgid: UInt32, components: [[UInt8]] = [], receivePort: InProcessPort? = nil,
+    before deadline: ContinuousClock.Instant
+  ) throws(RunLoopError) {
+    try send(
+      msgid: PortMessageID(bitPattern: msgid), components: components, receivePort: receivePort,
       before: deadline)
   }
 

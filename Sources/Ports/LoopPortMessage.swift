@@ -22,7 +22,7 @@ public struct LoopPortMessage: Sendable {
   /// ```swift
   /// if message.msgid == 100 { print("check-in") }
   /// ```
-  public var msgid: UInt32
+  public var msgid: PortMessageID
   /// The message's data, as a list of byte buffers.
   ///
   /// ```swift
@@ -51,7 +51,7 @@ public struct LoopPortMessage: Sendable {
   /// let message = LoopPortMessage(msgid: 7, components: [Array("hello".utf8)])
   /// ```
   public init(
-    msgid: UInt32 = 0, components: [[UInt8]] = [], sendPort: InProcessPort? = nil,
+    msgid: PortMessageID = 0, components: [[UInt8]] = [], sendPort: InProcessPort? = nil,
     receivePort: InProcessPort? = nil
   ) {
     self.msgid = msgid

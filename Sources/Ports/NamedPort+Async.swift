@@ -17,7 +17,7 @@ extension NamedPort {
   /// let reply = try await port.request(msgid: 1, data: [7], receiveTimeout: .seconds(2))
   /// ```
   public func request(
-    msgid: Int32, data: [UInt8] = [], sendTimeout: Duration = .seconds(1),
+    msgid: PortMessageID, data: [UInt8] = [], sendTimeout: Duration = .seconds(1),
     receiveTimeout: Duration = .seconds(5)
   ) async throws(RunLoopError) -> [UInt8] {
     let outcome = await withCheckedContinuation {

@@ -142,7 +142,7 @@ public final class NamedPort: Sendable {
   ///   ``RunLoopCore/RunLoopError/Code/peerClosed``, ``RunLoopCore/RunLoopError/Code/nameNotFound``
   ///   (reconnecting found no server), ``/RunLoopCore/RunLoopError/Code/invalidated``, or the
   ///   server's own refusal code.
-  public func send(msgid: Int32, data: [UInt8] = [], timeout: Duration = .seconds(1))
+  public func send(msgid: PortMessageID, data: [UInt8] = [], timeout: Duration = .seconds(1))
     throws(RunLoopError)
   {
     try checkSize(data.count)
@@ -176,7 +176,7 @@ public final class NamedPort: Sendable {
   ///   ``RunLoopCore/RunLoopError/Code/unsupportedFrameVersion`` from a server older than
   ///   ``frameVersion``; ``/RunLoopCore/RunLoopError/Code/invalidated``.
   public func request(
-    msgid: Int32, data: [UInt8] = [], sendTimeout: Duration = .seconds(1),
+    msgid: PortMessageID, data: [UInt8] = [], sendTimeout: Duration = .seconds(1),
     receiveTimeout: Duration = .seconds(5)
   ) throws(RunLoopError) -> [UInt8] {
     try checkSize(data.count)

@@ -16,7 +16,7 @@ public struct NamedPortMessage: Sendable, Hashable {
   /// ```swift
   /// switch message.msgid { case 100: checkIn(message); default: break }
   /// ```
-  public let msgid: Int32
+  public let msgid: PortMessageID
   /// The payload.
   ///
   /// ```swift
@@ -60,7 +60,7 @@ public struct NamedPortMessage: Sendable, Hashable {
   ///                                peerPID: getpid(), peerUID: getuid())
   /// ```
   package init(
-    msgid: Int32, data: [UInt8], expectsReply: Bool, peerPID: pid_t, peerUID: uid_t,
+    msgid: PortMessageID, data: [UInt8], expectsReply: Bool, peerPID: pid_t, peerUID: uid_t,
     cause: CalloutCause? = nil
   ) {
     self.msgid = msgid

@@ -92,7 +92,7 @@ extension NamedPortServer {
 struct _DeferredReply: Sendable {
   let connection: _ServerConnection
   let version: UInt8
-  let msgid: Int32
+  let msgid: PortMessageID
   let requestID: UInt32
   let trace: (high: UInt64, low: UInt64)?
 }

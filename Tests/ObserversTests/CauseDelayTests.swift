@@ -23,7 +23,9 @@ struct CauseDelayTests {
       try port.add(to: loop, mode: .default)
     }
     let messages = 3
-    for msgid in 1...messages { try port.send(msgid: UInt32(msgid), before: .now + .seconds(5)) }
+    for msgid in 1...messages {
+      try port.send(msgid: PortMessageID(msgid), before: .now + .seconds(5))
+    }
     let jobs = GuardedState(0)
     let executor = loop.runLoop
     for _ in 0..<2 {

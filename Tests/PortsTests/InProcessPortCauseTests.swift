@@ -66,7 +66,7 @@ struct InProcessPortCauseTests {
       portBox.withLock { $0 = port }
       defer { port.invalidate() }
       try port.add(to: loop, mode: .default)
-      for msgid: UInt32 in 1...3 { try port.send(msgid: msgid, before: .now + .seconds(5)) }
+      for msgid: PortMessageID in 1...3 { try port.send(msgid: msgid, before: .now + .seconds(5)) }
       try loop.run(mode: .default, timeout: .zero)
       portBox.withLock { $0 = nil }
       return log.records.filter { $0.kind == .port && $0.name == "inbox" }.count

@@ -80,12 +80,12 @@ struct InProcessPortTests {
   }
 
   @Test func blockedSendersResumeAsTheLoopDrainsAndKeepTheirOrder() throws {
-    let received = GuardedState<[UInt32]>([])
+    let received = GuardedState<[PortMessageID]>([])
     let port = try InProcessPort(name: "narrow", capacity: 1) { message in
       received.withLock { $0.append(message.msgid) }
     }
     let thread = try startLoopThread("owner") { loop in try port.add(to: loop, mode: .default) }
-    for msgid in 0..<2000 as Range<UInt32> {
+    for msgid in 0..<2000 as Range<PortMessageID> {
       try port.send(msgid: msgid, before: .now + .seconds(10))
     }
     #expect(eventually { received.withLock { $0.count } == 2000 })
@@ -140,7 +140,7 @@ struct InProcessPortTests {
       handled.withLock { $0 += 1 }
       if message.msgid == 3 { message.receivePort?.invalidate() }
     }
-    for msgid in 1...10 as ClosedRange<UInt32> { try port.send(msgid: msgid, before: .now) }
+    for msgid in 1...10 as ClosedRange<PortMessageID> { try port.send(msgid: msgid, before: .now) }
     try onNewThread { loop in
       try port.add(to: loop, mode: .default)
       try run(loop) { !port.isValid }
@@ -176,7 +176,7 @@ struct InProcessPortTests {
       for sequence in 0..<perSender {
         do {
           try port.send(
-            msgid: UInt32(sender << 24 | sequence), before: .now + .seconds(30))
+            msgid: PortMessageID(sender << 24 | sequence), before: .now + .seconds(30))
         } catch {
           problems.withLock { $0.append("send failed: \(error)") }
           return
@@ -202,7 +202,7 @@ struct InProcessPortConcurrencyTests {
   /// A handler that runs its loop nested must still see one sender's messages in order:
   /// the nested run continues the batch the outer call took.
   @Test func nestedRunInAHandlerKeepsPerSenderOrder() throws {
-    let order = GuardedState<[UInt32]>([])
+    let order = GuardedState<[PortMessageID]>([])
     let sendThird = DispatchSemaphore(value: 0)
     let port = try InProcessPort(name: "nested") { message in
       order.withLock { $0.append(message.msgid) }

@@ -10,9 +10,9 @@ import Testing
 /// through it, and the worker answers through the reply port of each message.
 @Suite("Check-in between threads")
 struct MachPortCheckInTests {
-  static let checkInMessage: UInt32 = 100
-  static let squareRequest: UInt32 = 200
-  static let squareReply: UInt32 = 201
+  static let checkInMessage: PortMessageID = 100
+  static let squareRequest: PortMessageID = 200
+  static let squareReply: PortMessageID = 201
 
   /// What the worker (`MyWorkerClass` in the guide) keeps.
   final class Worker: Sendable {

@@ -10,8 +10,8 @@ struct PortSequenceTests {
     let worker = try startLoopThread(name: "port-seq")
     defer { stopLoopThread(worker) }
     let (port, messages) = try InProcessPort.messages(on: worker.runLoop)
-    for id in 1...5 { try port.send(msgid: UInt32(id), before: .now + .seconds(5)) }
-    var ids: [UInt32] = []
+    for id in 1...5 { try port.send(msgid: PortMessageID(id), before: .now + .seconds(5)) }
+    var ids: [PortMessageID] = []
     for await message in messages {
       ids.append(message.msgid)
       if ids.count == 5 { break }
@@ -26,7 +26,7 @@ struct PortSequenceTests {
     let worker = try startLoopThread(name: "port-full")
     defer { stopLoopThread(worker) }
     let (port, messages) = try InProcessPort.messages(on: worker.runLoop, buffering: .oldest(2))
-    for id in 1...5 { try port.send(msgid: UInt32(id), before: .now + .seconds(5)) }
+    for id in 1...5 { try port.send(msgid: PortMessageID(id), before: .now + .seconds(5)) }
     #expect(await eventuallyAsync { messages.droppedCount == 3 })
     var iterator = messages.makeAsyncIterator()
     #expect(await iterator.next()?.msgid == 1)

@@ -14,7 +14,7 @@ struct PortThreadExitTests {
     try thread.start()
     let (port, messages) = try InProcessPort.messages(on: thread.runLoop)
     try port.send(msgid: 1, before: .now + .seconds(5))
-    var ids: [UInt32] = []
+    var ids: [PortMessageID] = []
     for await message in messages {
       ids.append(message.msgid)
       thread.stop()
