@@ -72,16 +72,31 @@ extension LoopTimer {
   /// }
   /// ```
   ///
+  /// A task's thread runs no loop unless the task runs on one (an actor or a task executor
+  /// on a loop): a timer added there would never fire. So from a task whose thread's loop is
+  /// not running this throws instead; add the timer to a loop that runs
+  /// (``RunLoopCore/EventRunLoop/add(_:mode:)``), or await `loop.sleep(for:)` or
+  /// `loop.ticks(every:)`.
+  ///
   /// - Throws: what ``init(fireAt:every:tolerance:name:_:)`` and
-  ///   ``RunLoopCore/EventRunLoop/add(_:mode:)`` throw.
+  ///   ``RunLoopCore/EventRunLoop/add(_:mode:)`` throw;
+  ///   ``/RunLoopCore/RunLoopError/Code/invalidState`` when called from a task on a thread
+  ///   whose loop is not running.
   @discardableResult
   public static func scheduled(
     after delay: Duration, every interval: Duration? = nil, tolerance: Duration = .zero,
     name: String = "timer", _ handler: @escaping @Sendable (LoopTimer) -> Void
   ) throws(RunLoopError) -> LoopTimer {
+    let loop = EventRunLoop.current
+    guard loop.isRunning || !withUnsafeCurrentTask(body: { $0 != nil }) else {
+      throw .invalidState(
+        "LoopTimer.scheduled was called from a task on a thread whose run loop is not running,"
+          + " so the timer would never fire; add it to a running loop with add(_:mode:), or"
+          + " await the loop's sleep(for:) or ticks(every:)")
+    }
     let timer = try LoopTimer(
       fireAt: .now + delay, every: interval, tolerance: tolerance, name: name, handler)
-    try EventRunLoop.current.add(timer, mode: .default)
+    try loop.add(timer, mode: .default)
     return timer
   }
 }
