@@ -194,7 +194,7 @@ let package = Package(
       name: "RunLoopTracingTests",
       dependencies: [
         "RunLoopCore", "RunLoopObservers", "RunLoopTracing", "RunLoopJournal",
-        "RunLoopTestSupport", "RunLoopLogging", "RunLoopPorts",
+        "RunLoopTestSupport", "RunLoopLogging", "RunLoopPorts", "RunLoopTimers",
         .product(name: "Logging", package: "swift-log"),
       ],
       path: "Tests/TracingTests"

@@ -274,6 +274,7 @@ struct _ChromeEventConverter {
       ("iteration", .int(Int(clamping: record.iteration))), ("depth", .int(record.depth)),
       ("seq", .int(Int(clamping: record.seq))),
     ]
+    if let step = record.step { args.append(("step", .int(step))) }
     switch record.record {
     case .activity where record.activity == "entry":
       open[record.tid, default: []].append(record.pid)

@@ -247,10 +247,13 @@ public final class LoopTracer: RunLoopInstrument, Sendable {
   private func makeEvent(
     _ kind: TraceRecord.Kind, _ loop: EventRunLoop, _ info: LoopPassInfo, timestamp: Int64
   ) -> _TraceEvent {
-    _TraceEvent(
+    var event = _TraceEvent(
       kind: kind, seq: 0, timestamp: timestamp, wallTime: _TraceClock.wallNow(),
       loop: info.loopID, iteration: info.iteration, depth: info.depth, tid: loop.threadID,
       thread: _TraceEvent.none, mode: _TraceEvent.none)
+    // Out of range (a combination of activities reports 0) means no step.
+    if (1...10).contains(info.step) { event.step = UInt8(info.step) }
+    return event
   }
 
   /// Numbers the event and names its strings, then hands it to the sinks: as the event to
@@ -279,6 +282,7 @@ public final class LoopTracer: RunLoopInstrument, Sendable {
         wallTime: event.wallTime, pid: strings.processID, tid: event.tid,
         thread: strings.threadName(event.tid), loop: event.loop, mode: mode,
         iteration: event.iteration, depth: event.depth,
+        step: event.step == 0 ? nil : Int(event.step),
         activity: event.kind == .activity ? _TraceStrings.activityName(event.activity) : nil,
         calloutKind: calloutKind, calloutName: calloutName,
         duration: event.kind == .activity ? nil : event.duration,

@@ -46,6 +46,10 @@ extension TraceRecord {
     buffer.writeDecimal(iteration)
     buffer.write(#","depth":"#)
     buffer.writeDecimal(Int64(depth))
+    if let step {
+      buffer.write(#","step":"#)
+      buffer.writeDecimal(Int64(step))
+    }
     if let activity {
       buffer.write(#","activity":"#)
       buffer.writeQuoted(activity)

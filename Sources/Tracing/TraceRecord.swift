@@ -107,6 +107,17 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   /// let depth = record.depth
   /// ```
   public var depth: Int
+  /// The step of the guide's sequence of events (1 to 10, see
+  /// ``/RunLoopCore/EventRunLoop/currentStep``) the loop was at: for an activity, the step it
+  /// announces; for a call-out, the step that made it (9 for a timer or a descriptor, 4 for
+  /// a custom source, 3 for a perform request); for a sleep, 7. Absent in logs of schema
+  /// versions 1 to 3, in logs of version 4 written before steps were recorded, and in stall,
+  /// recovery and loss records.
+  ///
+  /// ```swift
+  /// let timerSteps = records.filter { $0.calloutKind == "timer" }.compactMap(\.step)
+  /// ```
+  public var step: Int?
   /// The activity's name (`entry`, `beforeTimers`, `beforeSources`, `beforeWaiting`,
   /// `afterWaiting`, `exit`); only in activity records.
   ///
@@ -223,7 +234,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   package init(
     version: Int = TraceRecord.schemaVersion, run: String, seq: UInt64, record: Kind,
     timestamp: Int64, wallTime: Int64, pid: Int32, tid: Int32, thread: String, loop: UInt64,
-    mode: String, iteration: UInt64, depth: Int, activity: String? = nil,
+    mode: String, iteration: UInt64, depth: Int, step: Int? = nil, activity: String? = nil,
     calloutKind: String? = nil, calloutName: String? = nil, duration: Int64? = nil,
     dueAt: Int64? = nil, lateness: Int64? = nil, span: String? = nil,
     causeSpan: String? = nil, causeTid: Int32? = nil, causeLoop: UInt64? = nil,
@@ -243,6 +254,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     self.mode = mode
     self.iteration = iteration
     self.depth = depth
+    self.step = step
     self.activity = activity
     self.calloutKind = calloutKind
     self.calloutName = calloutName
@@ -276,6 +288,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
     case mode
     case iteration
     case depth
+    case step
     case activity
     case calloutKind = "callout_kind"
     case calloutName = "callout_name"
@@ -303,6 +316,7 @@ public struct TraceRecord: Sendable, Hashable, Codable {
       ("tid", String(tid)), ("thread", thread), ("loop", String(loop)), ("mode", mode),
       ("iteration", String(iteration)), ("depth", String(depth)),
     ]
+    if let step { result.append(("step", String(step))) }
     if let activity { result.append(("activity", activity)) }
     if let calloutKind { result.append(("callout_kind", calloutKind)) }
     if let calloutName { result.append(("callout_name", calloutName)) }

@@ -205,6 +205,10 @@ final class _QuotedTable {
       line.writeDecimal(event.iteration)
       line.write(#","depth":"#)
       line.writeDecimal(Int64(event.depth))
+      if event.step != 0 {
+        line.write(#","step":"#)
+        line.writeDecimal(Int64(event.step))
+      }
       switch event.kind {
       case .activity:
         line.write(#","activity":"#)

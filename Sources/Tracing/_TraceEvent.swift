@@ -31,6 +31,9 @@ package struct _TraceEvent: Sendable {
   package var iteration: UInt64
   package var depth: Int
   package var tid: Int32
+  /// The step of the guide's sequence of events (``LoopPassInfo/step``, 1 to 10) of an
+  /// activity, call-out or sleep; 0 when the record has none.
+  package var step: UInt8
   /// A ``LoopActivity`` raw value, for an activity.
   package var activity: UInt32
   /// String ids in the tracer's table.
@@ -63,6 +66,7 @@ package struct _TraceEvent: Sendable {
     self.iteration = iteration
     self.depth = depth
     self.tid = tid
+    self.step = 0
     self.activity = 0
     self.thread = thread
     self.mode = mode

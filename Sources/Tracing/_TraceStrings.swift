@@ -263,7 +263,8 @@ package final class _TraceStrings: Sendable {
         run: runID, seq: event.seq, record: event.kind, timestamp: event.timestamp,
         wallTime: event.wallTime, pid: processID, tid: event.tid,
         thread: strings[Int(event.thread)], loop: event.loop, mode: strings[Int(event.mode)],
-        iteration: event.iteration, depth: event.depth)
+        iteration: event.iteration, depth: event.depth,
+        step: event.step == 0 ? nil : Int(event.step))
       switch event.kind {
       case .activity:
         record.activity = _TraceStrings.activityName(event.activity)

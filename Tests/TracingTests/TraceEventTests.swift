@@ -36,7 +36,10 @@ struct TraceEventTests {
       events.append(event)
     }
     for activity in LoopActivity.sequence {
-      try event(.activity, mode: "default") { $0.activity = activity.rawValue }
+      try event(.activity, mode: "default") {
+        $0.activity = activity.rawValue
+        $0.step = UInt8(activity.step)
+      }
     }
     // A combination (the loop reports single activities, but the encoder must not guess).
     try event(.activity, mode: "tab\there") {
@@ -46,11 +49,15 @@ struct TraceEventTests {
       $0.duration = 1234
       $0.dueAt = 2_000_000  // due after it started: negative lateness
       $0.hasDue = true
+      $0.step = 9
     }
     try event(.callout, mode: "line\nbreak", kindName: "observer", name: "日本語 \r") {
       $0.duration = 0
     }
-    try event(.sleep, mode: "default") { $0.duration = Int64.max }
+    try event(.sleep, mode: "default") {
+      $0.duration = Int64.max
+      $0.step = 7
+    }
     // Spans and causes: from a loop's call-out in another process with a trace id (which the
     // call-out then belongs to), from a plain thread (span 0, no loop), and the largest span.
     try event(.callout, mode: "default", kindName: "port", name: "inbox") {
@@ -72,6 +79,7 @@ struct TraceEventTests {
     // And the lines read back as the same records.
     #expect(try TraceLog.parse(lines) == records)
     #expect(records.map(\.seq) == Array(1...UInt64(events.count)))
+    #expect(records.map(\.step) == [1, 2, 3, 6, 8, 10, nil, 9, nil, 7, nil, nil])
     #expect(records[6].activity == "entry|exit")
     #expect(records[7].lateness == 1_000_007 - 2_000_000)
     #expect(records[8].dueAt == nil && records[8].lateness == nil)
@@ -103,6 +111,8 @@ struct TraceEventTests {
     let records = try TraceLog.read(contentsOf: path)
     let blockNames = records.filter { $0.calloutKind == "block" }.compactMap(\.calloutName)
     #expect(blockNames == (0..<names).map { "block-\($0)" })
+    // Past the table too, each block keeps the step that ran it.
+    #expect(records.filter { $0.calloutKind == "block" }.allSatisfy { $0.step == 3 })
     #expect(records.map(\.seq) == Array(1...UInt64(records.count)))
     #expect(records.allSatisfy { $0.thread == "names" && $0.run == "names" })
     // A sink of records gets the same records as the JSON file, field by field.
