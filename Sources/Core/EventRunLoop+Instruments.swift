@@ -188,6 +188,9 @@ extension EventRunLoop {
   }
 
   /// Tells the instruments that want activities that the loop reached `activity`.
+  // Always inlined: the pass calls it four times with a constant, which makes the step a
+  // constant store.
+  @inline(__always)
   func notify(_ activity: LoopActivity) {
     local.step = UInt8(truncatingIfNeeded: activity.step)
     guard refreshInstruments().contains(.activities) else { return }

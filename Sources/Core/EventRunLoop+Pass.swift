@@ -86,9 +86,13 @@ extension EventRunLoop {
     local.ignoringWakeUps = false
     if local.keepsNote {
       local.keepsNote = false
-      return
+    } else if waker.takeNote() {
+      dropWakeUp(active)
     }
-    guard waker.takeNote() else { return }
+  }
+
+  /// The rest of ``startCountingWakeUps(_:)``, for a pass that dropped a wake-up.
+  private func dropWakeUp(_ active: ActiveMode) {
     local.wakeUpsTaken &+= 1
     if runs.stopIsPending || modeIsEmpty(active) { waker.wake() }
   }
