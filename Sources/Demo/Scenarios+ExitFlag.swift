@@ -18,7 +18,7 @@ extension Scenarios {
     // The exit request: a custom source whose handler sets the flag in the thread dictionary.
     let exitSource = CustomInputSource(name: "exit-request") {
       RunLoopThread.current?.withThreadDictionary { $0["ThreadShouldExitNow"] = true }
-      narration.event("exit source fired: ThreadShouldExitNow = true", at: 4)
+      narration.event("exit source fired: ThreadShouldExitNow = true")
     }
     let worker = RunLoopThread(name: "worker") { thread in
       let loop = thread.runLoop

@@ -41,7 +41,7 @@ extension Scenarios {
     }
     let timer = try LoopTimer(fireAt: .now + .milliseconds(60), name: "tick") { _ in
       seen.withLock { $0.append("timer") }
-      narration.event("timer 'tick' fired", at: 9)
+      narration.event("timer 'tick' fired")
     }
     try loop.add(timer, mode: mode)
     narration.say("An observer for every activity, a one-shot observer for beforeWaiting,")
@@ -99,7 +99,7 @@ extension Scenarios {
     worker.runLoop.perform {
       EventRunLoop.main.perform(name: "hello-main") {
         ranOnMain.store(EventRunLoop.current.isMain, ordering: .relaxed)
-        narration.event("ran on the main thread's loop, which it woke", at: 9)
+        narration.event("ran on the main thread's loop, which it woke")
       }
     }
     let deadline = ContinuousClock.now + .seconds(2)
@@ -112,7 +112,7 @@ extension Scenarios {
     let workerThread = Atomic<Bool>(false)
     try worker.runLoop.performAndWait(name: "on-worker", deadline: .now + .seconds(2)) {
       workerThread.store(RunLoopThread.current?.name == "worker", ordering: .relaxed)
-      narration.event("ran on the worker, which it woke; the main thread is waiting", at: 9)
+      narration.event("ran on the worker, which it woke; the main thread is waiting")
     }
     narration.expect(workerThread.load(ordering: .relaxed), "performAndWait returned after it ran")
 
@@ -121,7 +121,7 @@ extension Scenarios {
     loop.perform(inModes: [special], name: "special-only") {
       ranInSpecial.add(1, ordering: .relaxed)
       narration.event(
-        "ran in mode '\(loop.currentMode?.name ?? "?")', queued before the pass began", at: 3)
+        "ran in mode '\(loop.currentMode?.name ?? "?")', queued before the pass began")
     }
     _ = try loop.run(mode: .default, timeout: .milliseconds(100))
     narration.expect(ranInSpecial.load(ordering: .relaxed) == 0, "it did not run in 'default'")
@@ -136,7 +136,7 @@ extension Scenarios {
       narration.event("typed '\(text)': cancelled \(cancelled) pending search", at: .outside)
       loop.perform(after: .milliseconds(300), inModes: [.default], key: "search", name: "search") {
         searches.withLock { $0.append(text) }
-        narration.event("search for '\(text)' (a delayed perform is a timer)", at: 9)
+        narration.event("search for '\(text)' (a delayed perform is a timer)")
       }
       _ = try loop.run(mode: .default, timeout: .milliseconds(20))
     }
@@ -188,11 +188,11 @@ extension Scenarios {
       fireAt: .now + .milliseconds(140), every: .milliseconds(40), name: "modal-tick"
     ) { _ in
       modalTicks.add(1, ordering: .relaxed)
-      narration.event("'modal-tick' fired (nested run)", at: 9)
+      narration.event("'modal-tick' fired (nested run)")
     }
     try loop.add(modalTimer, mode: modal)
     let outer = try LoopTimer(fireAt: .now + .milliseconds(100), name: "open-dialog") { _ in
-      narration.event("'open-dialog' fired: run the loop in 'modal' for 150 ms", at: 9)
+      narration.event("'open-dialog' fired: run the loop in 'modal' for 150 ms")
       let before = backgroundFires.withLock { $0.count }
       _ = try? loop.run(mode: modal, timeout: .milliseconds(150))
       let after = backgroundFires.withLock { $0.count }

@@ -18,11 +18,11 @@ extension Scenarios {
     let worker = RunLoopThread(name: "worker") { _ in
       DispatchQueue.main.async {
         ran.withLock { $0.append("block:\(EventRunLoop.current.currentMode?.name ?? "?")") }
-        narration.event("DispatchQueue.main block ran on the main thread", at: 9)
+        narration.event("DispatchQueue.main block ran on the main thread")
       }
       Task { @MainActor in
         ran.withLock { $0.append("actor") }
-        narration.event("@MainActor job ran on the main thread", at: 9)
+        narration.event("@MainActor job ran on the main thread")
       }
     }
     try worker.start()

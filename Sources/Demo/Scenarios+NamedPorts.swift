@@ -73,7 +73,7 @@ extension Scenarios {
       messages.withLock { $0.append((message.msgid, message.peerPID, text)) }
       narration.event(
         "message \(message.msgid) from pid \(message.peerPID): '\(text)'"
-          + (message.expectsReply ? "; replying '\(text.uppercased())'" : ""), at: 9)
+          + (message.expectsReply ? "; replying '\(text.uppercased())'" : ""))
       return message.expectsReply ? Array(text.uppercased().utf8) : nil
     }
     try server.add(to: loop, mode: .default)

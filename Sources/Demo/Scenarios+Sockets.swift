@@ -15,7 +15,7 @@ extension Scenarios {
     let order = GuardedState<[String]>([])
     @Sendable func note(_ text: String) {
       order.withLock { $0.append(text) }
-      narration.event(text, at: 9)
+      narration.event(text)
     }
     let accepted = GuardedState<[SocketSource]>([])
     // The server side: every accepted connection becomes a source of its own that answers

@@ -29,7 +29,7 @@ extension Scenarios {
           return count
         }
         activities.withLock { $0.append("timer") }
-        narration.event("timer 'tick' fired (\(count))", at: 9)
+        narration.event("timer 'tick' fired (\(count))")
         if count == 2 { timer.invalidate() }
       }
       try loop.add(timer, mode: .default)

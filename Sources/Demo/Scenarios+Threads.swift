@@ -14,14 +14,14 @@ extension Scenarios {
     let mainPort = try InProcessPort(name: "main.port") { message in
       let text = String(decoding: message.components.first ?? [], as: UTF8.self)
       replies.withLock { $0.append(text) }
-      narration.event("reply \(message.msgid): '\(text)'", at: 9)
+      narration.event("reply \(message.msgid): '\(text)'")
     }
     try mainPort.add(to: loop, mode: .default)
     let workerPortBox = GuardedState<InProcessPort?>(nil)
     let worker = RunLoopThread(name: "worker") { thread in
       let port = try InProcessPort(name: "worker.port") { message in
         let text = String(decoding: message.components.first ?? [], as: UTF8.self)
-        narration.event("message \(message.msgid): '\(text)'", at: 9)
+        narration.event("message \(message.msgid): '\(text)'")
         try? message.sendPort?.send(
           msgid: message.msgid + 1000, components: [Array(text.uppercased().utf8)],
           before: .now + .seconds(1))
@@ -93,11 +93,11 @@ extension Scenarios {
       case ID.checkIn:
         // Listing 3-13: the worker's port is the message's send port.
         workerPort.withLock { $0 = message.sendPort }
-        narration.event("check-in from '\(message.sendPort?.name ?? "?")'; port kept", at: 9)
+        narration.event("check-in from '\(message.sendPort?.name ?? "?")'; port kept")
       case ID.result:
         let text = String(decoding: message.components.first ?? [], as: UTF8.self)
         results.withLock { $0.append(text) }
-        narration.event("result: \(text)", at: 9)
+        narration.event("result: \(text)")
       default:
         break
       }
@@ -112,11 +112,11 @@ extension Scenarios {
         case ID.work:
           let numbers = message.components.first ?? []
           let sum = numbers.reduce(0) { $0 + Int($1) }
-          narration.event("work: summing \(numbers.count) numbers", at: 9)
+          narration.event("work: summing \(numbers.count) numbers")
           try? message.sendPort?.send(
             msgid: ID.result, components: [Array("sum = \(sum)".utf8)], before: .now + .seconds(1))
         case ID.exit:
-          narration.event("exit message: ending the run loop", at: 9)
+          narration.event("exit message: ending the run loop")
           done.store(true, ordering: .relaxed)
           thread.runLoop.stop()
         default:

@@ -36,13 +36,13 @@ extension Scenarios {
       }
       let dueAt = DurationArgument(due - start).seconds * 1000
       narration.event(
-        "fire \(count) due at \(one(dueAt)) ms, ran at \(one(offset)) ms (late \(one(offset - dueAt)) ms)",
-        at: 9)
+        "fire \(count) due at \(one(dueAt)) ms, ran at \(one(offset)) ms (late \(one(offset - dueAt)) ms)"
+      )
       if count == 6 { timer.invalidate() }
     }
     // Other work that holds the loop: a one-shot timer whose handler works 140 ms.
     let busy = try LoopTimer(fireAt: start + .milliseconds(310), name: "busy") { _ in
-      narration.event("busy handler starts at \(one(since(start))) ms and works 140 ms", at: 9)
+      narration.event("busy handler starts at \(one(since(start))) ms and works 140 ms")
       usleep(140_000)
     }
     try loop.add(timer, mode: .default)
@@ -85,7 +85,7 @@ extension Scenarios {
       }
       narration.event(
         "fire \(count) at \(one(offset)) ms, due at \(one(DurationArgument(due - start).seconds * 1000)) ms"
-          + (count == 2 ? "; this handler works 180 ms" : ""), at: 9)
+          + (count == 2 ? "; this handler works 180 ms" : ""))
       if count == 2 { usleep(180_000) }
     }
     try loop.add(timer, mode: .default)

@@ -38,7 +38,7 @@ enum Scenarios {
     ) { _ in
       fires.add(1, ordering: .relaxed)
       narration.event(
-        "timer 'tracking-only' fired in mode '\(loop.currentMode?.name ?? "?")'", at: 9)
+        "timer 'tracking-only' fired in mode '\(loop.currentMode?.name ?? "?")'")
     }
     try loop.add(timer, mode: tracking)
     let idle = keepAlive("idle")
@@ -137,7 +137,7 @@ enum Scenarios {
         return buffer
       }
       performs.add(1, ordering: .relaxed)
-      narration.event("perform: drained \(commands.count) commands \(commands)", at: 4)
+      narration.event("perform: drained \(commands.count) commands \(commands)")
       handled.withLock { $0 += commands }
     }
     let asleep = Atomic<Bool>(false)

@@ -17,14 +17,7 @@ enum SequenceStep: Equatable, Sendable, ExpressibleByIntegerLiteral, CustomStrin
 
   /// The step at which observers hear of `activity`.
   init(_ activity: LoopActivity) {
-    switch activity {
-    case .entry: self = 1
-    case .beforeTimers: self = 2
-    case .beforeSources: self = 3
-    case .beforeWaiting: self = 6
-    case .afterWaiting: self = 8
-    default: self = 10
-    }
+    self = .step(activity.step)
   }
 
   var description: String {
