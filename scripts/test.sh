@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what is missing, starts journald when
 # none answers, checks the spin models, runs every test, injects system-call failures into
-# the demo (a quick subset of scripts/fault-inject.sh), runs it again under
-# ThreadSanitizer, builds the benchmark in release mode, fuzzes briefly, builds the peers'
+# the demo (a quick subset of scripts/fault-inject.sh), prints the line coverage of each
+# module, runs the tests again under ThreadSanitizer, builds the benchmark in release mode, fuzzes briefly, builds the peers'
 # benchmark (Benchmarks/) and runs it briefly, builds the documentation and checks the
 # formatting. Exits non-zero on the first
 # failure.
@@ -17,23 +17,34 @@ step "journald"
 bash scripts/ensure-journald.sh || echo "journald could not be started: its tests will say so" >&2
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+profiles=$(mktemp -d)
+trap 'rm -rf "$log" "$profiles"' EXIT
+# The debug build is instrumented for coverage: an instrumented program run outside
+# `swift test` (the fault injection's demo, a snippet) writes its profile here, not into the
+# working directory.
+export LLVM_PROFILE_FILE="$profiles/%p-%m.profraw"
 
 # The wake-up protocol's model, checked exhaustively (and each seeded bug found) by spin.
 step "models (spin)"
 bash scripts/check-models.sh
 
 # Every test is a Swift Testing test; XCTest would only add an empty run to the output.
+# With coverage: the test run reuses this build (the same flags), and its profile gives the
+# coverage step its figures. The documentation step, which builds the libraries without
+# coverage, comes after the tests so that it cannot make them rebuild.
 step "build"
-swift build --build-tests
-step "documentation (DocC; fails on any warning)"
-bash scripts/docs.sh .build/docs
+swift build --build-tests --enable-code-coverage
 step "tests"
 # The perform-queue line test checks that waiting tasks leave the Swift concurrency pool
-# free; it needs a pool that other tests are not holding, so it runs on its own afterwards.
+# free; it needs a pool that other tests are not holding, so it runs on its own afterwards
+# (outside the coverage profile, which a second coverage run would replace).
 solo=PerformQueueLineTests
-swift test --disable-xctest --skip "$solo" 2>&1 | tee -a "$log"
+swift test --disable-xctest --enable-code-coverage --skip "$solo" 2>&1 | tee -a "$log"
 swift test --disable-xctest --skip-build --filter "$solo" 2>&1 | tee -a "$log"
+step "coverage (lines per module, no threshold)"
+bash scripts/coverage.sh
+step "documentation (DocC; fails on any warning)"
+bash scripts/docs.sh .build/docs
 # A subset of the system-call fault injection (scripts/fault-inject.sh runs every case).
 step "fault injection (strace, quick subset)"
 bash scripts/fault-inject.sh --quick

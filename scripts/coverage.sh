@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Line coverage per module, from the profile of a `swift test --enable-code-coverage` run
+# (scripts/test.sh makes one): a small table, no threshold.
+#
+#   bash scripts/coverage.sh [BUILD_DIR]    BUILD_DIR defaults to .build/debug
+#
+# The counts are of the test binary and of the demo, whose processes the tests start (they
+# inherit LLVM_PROFILE_FILE and write to the same profile).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=${1:-.build/debug}
+profile="$build/codecov/default.profdata"
+binary="$build/swift-runloopPackageTests.xctest"
+[ -f "$profile" ] || { echo "coverage: no profile at $profile (swift test --enable-code-coverage)" >&2; exit 1; }
+[ -f "$binary" ] || { echo "coverage: no test binary at $binary" >&2; exit 1; }
+# The toolchain's llvm-cov: a distribution's older one cannot read the profile's format.
+llvm_cov="$(dirname "$(command -v swift)")/llvm-cov"
+[ -x "$llvm_cov" ] || llvm_cov=llvm-cov
+objects=("$binary")
+[ -x "$build/runloop-demo" ] && objects+=(-object "$build/runloop-demo")
+
+modules=(Core Timers Ports Observers Tracing TracingJournal Logging Spans Lifecycle Prometheus Demo)
+printf '%-16s %8s %8s %8s\n' module lines missed covered
+for module in "${modules[@]}"; do
+  [ -d "Sources/$module" ] || continue
+  # The TOTAL row: regions, missed, cover, functions, missed, executed, lines, missed, cover.
+  total=$("$llvm_cov" report "${objects[@]}" -instr-profile "$profile" "$PWD/Sources/$module" \
+    | awk '$1 == "TOTAL" { print $8, $9, $10 }')
+  read -r lines missed cover <<<"${total:-0 0 -}"
+  printf '%-16s %8s %8s %8s\n' "$module" "$lines" "$missed" "$cover"
+done
