@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RunLoopTestSupport
 import Testing
 
 /// A real Prometheus (Debian's `prometheus`, installed by scripts/ensure-deps.sh) scraping a
@@ -170,38 +171,4 @@ final class PrometheusServer: @unchecked Sendable {
     try #require(ok, "no free port on 127.0.0.1")
     return UInt16(bigEndian: address.sin_port)
   }
-}
-
-/// The body of `GET path` from 127.0.0.1:`port` (HTTP/1.1, `Connection: close`), or `nil`.
-func httpGetBody(port: UInt16, path: String) -> String? {
-  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-  guard fd >= 0 else { return nil }
-  defer { close(fd) }
-  var timeout = timeval(tv_sec: 10, tv_usec: 0)
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-  var address = sockaddr_in()
-  address.sin_family = sa_family_t(AF_INET)
-  address.sin_port = port.bigEndian
-  address.sin_addr.s_addr = inet_addr("127.0.0.1")
-  let connected = withUnsafePointer(to: &address) {
-    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-      connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-    }
-  }
-  guard connected else { return nil }
-  let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-  guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == request.count else {
-    return nil
-  }
-  var received: [UInt8] = []
-  var chunk = [UInt8](repeating: 0, count: 65536)
-  while true {
-    let count = read(fd, &chunk, chunk.count)
-    if count < 0 && errno == EINTR { continue }
-    if count <= 0 { break }
-    received += chunk[0..<count]
-  }
-  let text = String(decoding: received, as: UTF8.self)
-  guard text.hasPrefix("HTTP/1.1 200"), let end = text.range(of: "\r\n\r\n") else { return nil }
-  return String(text[end.upperBound...])
 }

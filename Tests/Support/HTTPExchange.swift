@@ -2,9 +2,13 @@ import Glibc
 
 /// One HTTP exchange over a real TCP connection to 127.0.0.1: sends `request` as given (in
 /// pieces, when `split` says where), reads until the server closes, and returns the status
-/// code, the headers and the body. `nil` when the connection failed or the answer is not
-/// HTTP.
-func httpExchange(port: UInt16, request: String, split: [Int] = []) -> (
+/// code, the headers (names in lower case) and the body. `nil` when the connection failed or
+/// the answer is not HTTP/1.1.
+///
+/// ```swift
+/// let reply = httpExchange(port: 9464, request: "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+/// ```
+public func httpExchange(port: UInt16, request: String, split: [Int] = []) -> (
   status: Int, headers: [String: String], body: String
 )? {
   let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -56,10 +60,30 @@ func httpExchange(port: UInt16, request: String, split: [Int] = []) -> (
 }
 
 /// `GET path` with the headers a scraper sends.
-func httpGet(port: UInt16, _ path: String = "/metrics") -> (
+///
+/// ```swift
+/// let scrape = try #require(httpGet(port: endpoint.port))
+/// ```
+public func httpGet(port: UInt16, _ path: String = "/metrics") -> (
   status: Int, headers: [String: String], body: String
 )? {
   httpExchange(
     port: port,
     request: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/plain\r\n\r\n")
+}
+
+/// The body of a `GET path` answered `200`, asking the server to close the connection (as a
+/// query of Prometheus's HTTP API does), or `nil`.
+///
+/// ```swift
+/// let json = httpGetBody(port: 9090, path: "/api/v1/query?query=up")
+/// ```
+public func httpGetBody(port: UInt16, path: String) -> String? {
+  guard
+    let reply = httpExchange(
+      port: port,
+      request: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
+    reply.status == 200
+  else { return nil }
+  return reply.body
 }
