@@ -95,12 +95,16 @@ struct _TimelineDrawing {
       let y = top + Double(row) * rowHeight
       let left = x(span.start)
       let spanWidth = max(0.5, x(span.end) - left)
-      let nesting = Double(min(max(span.depth, 1), 4) - 1) * 5
+      // Each depth insets its runs and call-outs by more than a call-out's own inset from its
+      // run, so that a call-out that runs the loop nested stays visible as a frame around
+      // the nested run's band instead of being painted over by it.
+      let nesting = Double(min(max(span.depth, 1), 3) - 1) * 9
       let length = "\(ms(span.end.saturatingSubtracting(span.start))) ms"
       switch span.state {
       case .waking:
         svg += "<rect class=\"waking\" x=\"\(fmt(left))\" y=\"\(fmt(y + 4 + nesting))\" "
-        svg += "width=\"\(fmt(spanWidth))\" height=\"\(fmt(rowHeight - 10 - 2 * nesting))\" "
+        svg +=
+          "width=\"\(fmt(spanWidth))\" height=\"\(fmt(max(2, rowHeight - 10 - 2 * nesting)))\" "
         svg += "fill=\"\(modeColor(span.mode, modes))\" stroke=\"#888\" stroke-width=\"0.5\">"
         svg += "<title>\(escape(span.label)) (depth \(span.depth)) \(length)</title></rect>\n"
       case .sleeping:
@@ -119,14 +123,17 @@ struct _TimelineDrawing {
               && $0.end <= span.end
           }
         svg += "<rect class=\"working\" x=\"\(fmt(left))\" y=\"\(fmt(y + 10 + nesting))\" "
-        svg += "width=\"\(fmt(spanWidth))\" height=\"\(fmt(rowHeight - 22 - 2 * nesting))\" "
+        svg +=
+          "width=\"\(fmt(spanWidth))\" height=\"\(fmt(max(2, rowHeight - 22 - 2 * nesting)))\" "
         svg += "fill=\"\(Self.kindColor(kind))\""
         if isStall { svg += " stroke=\"#d0021b\" stroke-width=\"2\"" }
         svg += "><title>\(escape(span.label)) \(length)</title></rect>\n"
         let room = Int((spanWidth - 4) / characterWidth)
         if room >= 3 {
           svg += "<text x=\"\(fmt(left + 2))\" y=\"\(fmt(y + rowHeight / 2 + 3))\" "
-          svg += "fill=\"#111\">\(escape(clipped(span.label, room)))</text>\n"
+          // The full label on hover, after the text so that the text comes first.
+          svg += "fill=\"#111\">\(escape(fitted(span.label, room)))"
+          svg += "<title>\(escape(span.label))</title></text>\n"
         }
         if isStall {
           stalls.append((left, y, "stall: \(span.label) \(length)"))
@@ -312,6 +319,15 @@ struct _TimelineDrawing {
     case "job": "#e8a0c8"
     default: "#c8b070"
     }
+  }
+
+  /// A call-out's label (`kind: name`) in `room` characters: whole when it fits, else its
+  /// name alone (the kind is the block's colour), elided only when even that is too long.
+  private func fitted(_ label: String, _ room: Int) -> String {
+    guard label.count > room, let colon = label.range(of: ": ") else {
+      return clipped(label, room)
+    }
+    return clipped(String(label[colon.upperBound...]), room)
   }
 
   private func clipped(_ text: String, _ room: Int) -> String {

@@ -190,4 +190,34 @@ struct TraceTimelineTests {
     #expect(awake["ph"] as? String == "X" && awake["dur"] as? Double == 300_000)
     #expect(awake["ts"] as? Double == 1_000_000)
   }
+
+  @Test func aCalloutThatRunsTheLoopNestedStaysVisibleAroundTheNestedRun() throws {
+    let svg = try SVGElements(
+      TraceTimeline.svg(
+        from: Self.trace(), options: .init(width: 1000, from: 9_000_000, to: 14_000_000)))
+    func box(_ attributes: [String: String]) -> (top: Double, bottom: Double) {
+      let top = Double(attributes["y"] ?? "") ?? .nan
+      return (top, top + (Double(attributes["height"] ?? "") ?? .nan))
+    }
+    let callouts = svg.withClass("working").map(box)
+    let runs = svg.withClass("waking").map(box)
+    // In drawing order: the outer run, the call-out that opens the modal, the modal run.
+    #expect(callouts.count == 2 && runs.count == 2)
+    let outer = callouts[0]
+    let nested = runs[1]
+    #expect(outer.top < nested.top && nested.bottom < outer.bottom, "\(outer) \(nested)")
+    // And the nested run's call-out is inside the nested run.
+    #expect(nested.top < callouts[1].top && callouts[1].bottom < nested.bottom)
+  }
+
+  @Test func aLabelTooLongForItsCalloutShowsTheNameAndTheWholeLabelOnHover() throws {
+    let svg = try SVGElements(TraceTimeline.svg(from: Self.trace(), options: .init(width: 400)))
+    let texts = svg.texts()
+    #expect(texts.contains("opens-modal"), "\(texts)")
+    #expect(!texts.contains { $0.hasPrefix("source: o") })
+    let titles = svg.elements.filter { $0.name == "title" }.map {
+      $0.text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    #expect(titles.filter { $0 == "source: opens-modal" }.count == 1, "\(titles)")
+  }
 }
