@@ -39,6 +39,8 @@ final class DemoService: @unchecked Sendable {
     var stallThreshold: Duration? = nil
     /// For tests: the second heartbeat blocks the main loop this long.
     var injectedStall: Duration? = nil
+    /// For tests: the second heartbeat blocks the first worker's loop this long.
+    var injectedWorkerStall: Duration? = nil
     /// When set, the main loop serves the loop metrics to Prometheus here.
     var metricsAddress: SocketEndpoint? = nil
   }
@@ -219,11 +221,24 @@ final class DemoService: @unchecked Sendable {
 
     var extraTimers: [LoopTimer] = [heartbeat]
     if let interval = notifier.watchdogInterval {
-      let watchdog = try LoopTimer(fireAt: .now, every: interval, name: "watchdog") { [self] _ in
+      // Fed only while no loop is stalled: the main loop's timer stops with the main loop,
+      // and the stall watchdog, when there is one, speaks for the workers' loops.
+      let withheld = GuardedState(false)
+      let ping = try LoopTimer(fireAt: .now, every: interval, name: "watchdog") { [self] _ in
+        let stalled = watchdog.map { $0.reports.stalls > $0.reports.recoveries } ?? false
+        let wasWithheld = withheld.withLock { state in
+          defer { state = stalled }
+          return state
+        }
+        if stalled {
+          if !wasWithheld { notifier.notify("STATUS=watchdog withheld: a loop is stalled") }
+          return
+        }
+        if wasWithheld { notifier.notify("STATUS=running") }
         notifier.notify("WATCHDOG=1")
       }
-      try mainLoop.add(watchdog, mode: .common)
-      extraTimers.append(watchdog)
+      try mainLoop.add(ping, mode: .common)
+      extraTimers.append(ping)
       say("  systemd watchdog: pinging every \(DurationArgument(interval).seconds) s")
     }
     if let duration = options.duration {
@@ -541,6 +556,11 @@ final class DemoService: @unchecked Sendable {
       return (state.ready, state.heartbeats)
     }
     guard ready else { return }
+    if beat == 2, let injected = options.injectedWorkerStall, let worker = workers.first {
+      worker.thread.runLoop.perform(name: "injected stall") {
+        usleep(UInt32(clamping: Int(DurationArgument(injected).seconds * 1e6)))
+      }
+    }
     if beat == 2, let injected = options.injectedStall {
       // Blocks the main loop inside this call-out, for the stall watchdog to see.
       usleep(UInt32(clamping: Int(DurationArgument(injected).seconds * 1e6)))

@@ -106,6 +106,9 @@ struct RunCommand: ParsableCommand {
   @Option(name: .customLong("inject-stall"), help: .hidden)
   var injectStall: DurationArgument?
 
+  @Option(name: .customLong("inject-worker-stall"), help: .hidden)
+  var injectWorkerStall: DurationArgument?
+
   func validate() throws {
     guard (1...16).contains(workers) else {
       throw ValidationError("--workers must be between 1 and 16, not \(workers)")
@@ -132,7 +135,7 @@ struct RunCommand: ParsableCommand {
         journal: !noJournal, journalSocket: journalSocket, identifier: identifier,
         shutdownTimeout: shutdownTimeout.duration, fifoWait: fifoWait.duration,
         stallThreshold: stallThreshold?.duration, injectedStall: injectStall?.duration,
-        metricsAddress: try metricsEndpoint()))
+        injectedWorkerStall: injectWorkerStall?.duration, metricsAddress: try metricsEndpoint()))
     let status = try service.run()
     if status != 0 { throw ExitCode(status) }
   }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RunLoopCore
 import RunLoopObservers
 import Testing
 
@@ -52,6 +53,60 @@ struct RunCommandTests {
     #expect(log.problems() == [])
     // The signal arrived as a call-out of the signal source on the main loop.
     #expect(log.records.contains { $0.calloutName == "signals" && $0.loop == 1 })
+  }
+
+  /// The watchdog is fed only while no loop is stalled: a worker's loop blocked past the
+  /// stall threshold withholds the pings (said with a STATUS line), and they resume once it
+  /// recovers. Read from a real datagram socket while the demo runs (the kernel queues only
+  /// a few datagrams).
+  @Test func theSystemdWatchdogIsNotFedWhileAWorkerLoopIsStalled() throws {
+    let directory = try scratchDirectory("notify-stall")
+    let socketPath = directory + "/notify.sock"
+    let receiver = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+    #expect(receiver >= 0)
+    defer { close(receiver) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socketPath.utf8)) }
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(receiver, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    #expect(bound == 0)
+    let messages = GuardedState<[String]>([])
+    let reader = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async {
+      var buffer = [UInt8](repeating: 0, count: 4096)
+      let deadline = ContinuousClock.now + .seconds(60)
+      while ContinuousClock.now < deadline {
+        var entry = pollfd(fd: receiver, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, 100) > 0 else { continue }
+        let count = recv(receiver, &buffer, buffer.count, 0)
+        guard count > 0 else { continue }
+        let message = String(decoding: buffer[0..<count], as: UTF8.self)
+        messages.withLock { $0.append(message) }
+        if message.hasPrefix("STOPPING=1") { break }
+      }
+      reader.signal()
+    }
+    let result = try runDemo(
+      [
+        "run", "--duration", "3", "--no-journal", "--stall-threshold", "100ms",
+        "--inject-worker-stall", "1s",
+      ], directory: directory,
+      environment: ["NOTIFY_SOCKET": socketPath, "WATCHDOG_USEC": "200000"])
+    #expect(result.status == 0, "stderr: \(result.stderr)")
+    #expect(reader.wait(timeout: .now() + 60) == .success)
+    let seen = messages.withLock { $0 }
+    let withheld = try #require(seen.firstIndex { $0.hasPrefix("STATUS=watchdog withheld") })
+    let resumed = try #require(seen.firstIndex { $0 == "STATUS=running" })
+    #expect(withheld < resumed, "\(seen)")
+    // Pings before the stall was seen and after the recovery, none in between.
+    #expect(seen[..<withheld].contains("WATCHDOG=1"), "\(seen)")
+    #expect(!seen[withheld..<resumed].contains("WATCHDOG=1"), "\(seen)")
+    #expect(seen[resumed...].contains("WATCHDOG=1"), "\(seen)")
+    #expect(seen.last?.hasPrefix("STOPPING=1") == true, "\(seen)")
   }
 
   @Test func underSystemdItSaysReadyPingsTheWatchdogAndSaysStopping() throws {
