@@ -78,20 +78,32 @@ struct ProcessSignalTests {
       helper.signal(SIGUSR1)
       lines.append(helper.readLine() ?? "none")
     }
-    for thread in threads {
+    // Under ThreadSanitizer a caught signal waits for the receiving thread's next call that
+    // TSan intercepts, and a loop asleep in the raw epoll_wait system call makes none; there
+    // only the process-directed signals, which a thread that is not asleep takes, are sent.
+    let targeted = Self.underThreadSanitizer ? [] : threads
+    for thread in targeted {
       #expect(helper.signal(SIGUSR1, thread: thread))
       lines.append(helper.readLine() ?? "none")
     }
-    #expect(lines == Array(repeating: "usr1 from \(getpid())", count: 8 + threads.count))
+    #expect(lines == Array(repeating: "usr1 from \(getpid())", count: 8 + targeted.count))
     helper.signal(SIGTERM)
     #expect(helper.readLine() == "term from \(getpid())")
     #expect(helper.waitForExit() == 0)
   }
 
+  /// Whether this test binary runs under ThreadSanitizer (its runtime is linked in).
+  static let underThreadSanitizer =
+    dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
+
   /// A source for SIGUSR1 and a Dispatch signal source for SIGTERM made after it (what a
   /// ServiceGroup makes), in a process that blocks nothing: Dispatch's handler replaces
   /// nothing of the source's, each SIGUSR1 reaches the source and SIGTERM reaches Dispatch.
-  @Test func aSourceAndADispatchSignalSourceForAnotherSignalBothReceiveTheirs() throws {
+  // Under ThreadSanitizer the helper's only thread that takes signals sleeps in the raw
+  // epoll_wait system call, and TSan holds a caught signal until the thread's next call it
+  // intercepts: a signal's line may come one signal late.
+  @Test(.disabled(if: underThreadSanitizer, "TSan delays signals to a thread asleep in epoll"))
+  func aSourceAndADispatchSignalSourceForAnotherSignalBothReceiveTheirs() throws {
     let helper = try HelperProcess(["ports-signals-dispatch"])
     #expect(helper.readLine() == "ready")
     var lines: [String] = []
