@@ -1,5 +1,5 @@
 // libFuzzer target: the named-port frame parser and the reader that takes frames from a
-// stream (Sources/Ports/_Frame.swift, _FrameReader.swift), compiled together with them by
+// stream (Sources/Ports/Frame.swift, FrameReader.swift), compiled together with them by
 // scripts/fuzz.sh.
 //
 // Any byte string must parse to one of the five outcomes without trapping; a frame must
@@ -28,11 +28,11 @@ enum StreamEnd: Equatable {
   case unsupportedVersion(UInt8)
 }
 
-func parseWhole(_ bytes: [UInt8], maxPayload: Int) -> (frames: [_Frame], end: StreamEnd) {
-  var frames: [_Frame] = []
+func parseWhole(_ bytes: [UInt8], maxPayload: Int) -> (frames: [Frame], end: StreamEnd) {
+  var frames: [Frame] = []
   var start = 0
   while true {
-    switch _Frame.parse(bytes, from: start, maxPayload: maxPayload) {
+    switch Frame.parse(bytes, from: start, maxPayload: maxPayload) {
     case .frame(let frame, let consumed):
       precondition(consumed == frame.size)
       precondition(start + consumed <= bytes.count)
@@ -46,15 +46,15 @@ func parseWhole(_ bytes: [UInt8], maxPayload: Int) -> (frames: [_Frame], end: St
       precondition(length > maxPayload)
       return (frames, .tooLarge(length))
     case .unsupportedVersion(let version):
-      precondition(version > _Frame.version)
+      precondition(version > Frame.version)
       return (frames, .unsupportedVersion(version))
     }
   }
 }
 
-func readInPieces(_ bytes: [UInt8], maxPayload: Int) -> (frames: [_Frame], end: StreamEnd) {
-  var reader = _FrameReader()
-  var frames: [_Frame] = []
+func readInPieces(_ bytes: [UInt8], maxPayload: Int) -> (frames: [Frame], end: StreamEnd) {
+  var reader = FrameReader()
+  var frames: [Frame] = []
   var offset = 0
   var piece = 0
   while offset < bytes.count {
@@ -74,7 +74,7 @@ func readInPieces(_ bytes: [UInt8], maxPayload: Int) -> (frames: [_Frame], end: 
     }
     reader.dropTaken()
     // Between reads it holds only the start of one unfinished frame.
-    precondition(reader.count < _Frame.tracedHeaderSize + maxPayload)
+    precondition(reader.count < Frame.tracedHeaderSize + maxPayload)
   }
   return (frames, .needMore)
 }

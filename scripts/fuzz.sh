@@ -16,8 +16,8 @@ cd "$(dirname "$0")/.."
 
 # One line per target: its name, its harness, then the sources it is compiled with.
 targets=(
-  "frame-parser fuzz/FrameParser.swift Sources/Ports/_Frame.swift Sources/Ports/_FrameReader.swift"
-  "trace-log-reader fuzz/TraceLogReaderTarget.swift Sources/Tracing/TraceLogReader.swift Sources/Tracing/TraceLogReader+BadLine.swift Sources/Tracing/TraceRecord.swift Sources/Tracing/TraceRecord+Kind.swift Sources/Tracing/TraceRecord+JSON.swift Sources/Tracing/_LineBuffer.swift Sources/Core/RunLoopError.swift Sources/Core/RunLoopError+Code.swift"
+  "frame-parser fuzz/FrameParser.swift Sources/Ports/Frame.swift Sources/Ports/FrameReader.swift"
+  "trace-log-reader fuzz/TraceLogReaderTarget.swift Sources/Tracing/TraceLogReader.swift Sources/Tracing/TraceLogReader+BadLine.swift Sources/Tracing/TraceRecord.swift Sources/Tracing/TraceRecord+Kind.swift Sources/Tracing/TraceRecord+JSON.swift Sources/Tracing/LineBuffer.swift Sources/Core/RunLoopError.swift Sources/Core/RunLoopError+Code.swift"
 )
 
 seconds=${1:-${FUZZ_SECONDS:-20}}

@@ -34,10 +34,10 @@ extension EventRunLoop {
     _ body: @escaping @Sendable () throws -> Value
   ) async throws -> Value {
     if let unreachable = mainLoopUnreachable() { throw unreachable }
-    let waiter = _PerformWaiter<Value>()
+    let waiter = PerformWaiter<Value>()
     defer { waiter.awaitResumption() }
     return try await withTaskCancellationHandler {
-      // Unsafe (unchecked) continuation: `_PerformWaiter` resumes it exactly once, under its
+      // Unsafe (unchecked) continuation: `PerformWaiter` resumes it exactly once, under its
       // lock, which is what the checked kind would verify at a cost per await.
       try await withUnsafeThrowingContinuation { continuation in
         // A task cancelled before it got here queues nothing.
@@ -45,7 +45,7 @@ extension EventRunLoop {
         // The outcome lives only in the request's closure: when the request drops the
         // closure without running it (cancelled, or its loop's thread exited), the outcome's
         // deinit resumes the task, so no ending of a request leaves the task waiting.
-        let outcome = _PerformOutcome(waiter)
+        let outcome = PerformOutcome(waiter)
         let request = PerformRequest(name: name, modes: modes, waitable: false) {
           outcome.run(body)
         }
@@ -72,7 +72,7 @@ extension EventRunLoop {
 /// The runtime orders the two already, with atomics that ThreadSanitizer cannot see; the lock
 /// makes that order one it sees, so a task that reuses its frame for the next await while
 /// the loop's thread is still returning from `resume` is not reported as a data race.
-final class _PerformWaiter<Value: Sendable>: Sendable {
+final class PerformWaiter<Value: Sendable>: Sendable {
   private struct State {
     var request: PerformRequest?
     var cancelRequested = false
@@ -146,10 +146,10 @@ final class _PerformWaiter<Value: Sendable>: Sendable {
 
 /// What an awaitable perform's closure holds: runs the body and hands its result to the
 /// waiter; when released without having run, tells the waiter that the request was dropped.
-final class _PerformOutcome<Value: Sendable>: Sendable {
-  private let waiter: _PerformWaiter<Value>
+final class PerformOutcome<Value: Sendable>: Sendable {
+  private let waiter: PerformWaiter<Value>
 
-  init(_ waiter: _PerformWaiter<Value>) {
+  init(_ waiter: PerformWaiter<Value>) {
     self.waiter = waiter
   }
 

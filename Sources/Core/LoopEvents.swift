@@ -42,7 +42,7 @@ public final class LoopEvents<Element: Sendable>: AsyncSequence, Sendable {
   /// if case .newest(let count) = ticks.buffering { print("keeps the last", count) }
   /// ```
   public let buffering: Buffering
-  let buffer: _LoopEventBuffer<Element>
+  let buffer: LoopEventBuffer<Element>
 
   /// Makes a sequence; the module that owns the source feeds it through `feed`.
   ///
@@ -56,7 +56,7 @@ public final class LoopEvents<Element: Sendable>: AsyncSequence, Sendable {
     onEnd: @escaping @Sendable () -> Void
   ) {
     self.buffering = buffering
-    self.buffer = _LoopEventBuffer(buffering: buffering, onDemand: onDemand, onEnd: onEnd)
+    self.buffer = LoopEventBuffer(buffering: buffering, onDemand: onDemand, onEnd: onEnd)
   }
 
   deinit {
@@ -146,7 +146,7 @@ public final class LoopEvents<Element: Sendable>: AsyncSequence, Sendable {
   /// var iterator = ticks.makeAsyncIterator()
   /// let first = await iterator.next()
   /// ```
-  public func makeAsyncIterator() -> Iterator { Iterator(consumer: _LoopEventConsumer(self)) }
+  public func makeAsyncIterator() -> Iterator { Iterator(consumer: LoopEventConsumer(self)) }
 
   /// Waits for the next element; `nil` once the sequence has ended.
   ///
@@ -154,7 +154,7 @@ public final class LoopEvents<Element: Sendable>: AsyncSequence, Sendable {
   /// while let tick = await iterator.next() { print(tick) }
   /// ```
   public struct Iterator: AsyncIteratorProtocol {
-    let consumer: _LoopEventConsumer<Element>
+    let consumer: LoopEventConsumer<Element>
 
     /// The next element, or `nil` when the sequence ended (or the task was cancelled, which
     /// ends it).
@@ -171,7 +171,7 @@ public final class LoopEvents<Element: Sendable>: AsyncSequence, Sendable {
 /// The handle a source's handler feeds a ``LoopEvents`` through. It does not keep the
 /// sequence alive: once the consumer is gone, feeding does nothing.
 package struct LoopEventFeed<Element: Sendable>: Sendable {
-  let buffer: _LoopEventBuffer<Element>
+  let buffer: LoopEventBuffer<Element>
 
   /// What became of an element offered to the buffer.
   package enum Outcome: Sendable, Hashable {
@@ -199,7 +199,7 @@ package struct LoopEventFeed<Element: Sendable>: Sendable {
 }
 
 /// Ends the sequence when the iterator goes away (the consuming task left its loop).
-final class _LoopEventConsumer<Element: Sendable>: Sendable {
+final class LoopEventConsumer<Element: Sendable>: Sendable {
   let sequence: LoopEvents<Element>
 
   init(_ sequence: LoopEvents<Element>) {
@@ -212,7 +212,7 @@ final class _LoopEventConsumer<Element: Sendable>: Sendable {
 }
 
 /// The buffer itself, behind one lock; no call-out runs under it.
-final class _LoopEventBuffer<Element: Sendable>: Sendable {
+final class LoopEventBuffer<Element: Sendable>: Sendable {
   private struct State {
     var elements: [Element] = []
     var waiter: UnsafeContinuation<Element?, Never>?
@@ -317,7 +317,7 @@ final class _LoopEventBuffer<Element: Sendable>: Sendable {
       // Unsafe (unchecked) continuation: the buffer's state, under its lock, holds it and
       // resumes it exactly once (with an element, at the end, or on cancellation).
       await withUnsafeContinuation { (continuation: UnsafeContinuation<Element?, Never>) in
-        let outcome = state.withLock { state -> _NextOutcome<Element> in
+        let outcome = state.withLock { state -> NextOutcome<Element> in
           if state.ended { return .none }
           if !state.elements.isEmpty { return .element(state.elements.removeFirst()) }
           if state.finished { return .none }
@@ -337,7 +337,7 @@ final class _LoopEventBuffer<Element: Sendable>: Sendable {
 }
 
 /// What `next()` found in the buffer.
-private enum _NextOutcome<Element> {
+private enum NextOutcome<Element> {
   case element(Element)
   case none
   case wait

@@ -39,7 +39,7 @@ final class MetricsServer: Sendable {
     jsonPending = registry.makeGauge(
       descriptor: Self.name(
         "json_log_pending", unit: "records", help: "Records queued for the JSON log"))
-    let box = _ServerBox()
+    let box = ServerBox()
     endpoint = try PrometheusEndpoint(listeningOn: address, registry: registry) {
       box.server?.refresh()
     }
@@ -74,7 +74,7 @@ final class MetricsServer: Sendable {
 }
 
 /// The server, reached by the endpoint's scrape hook; weak, so that neither keeps the other.
-private final class _ServerBox: @unchecked Sendable {
+private final class ServerBox: @unchecked Sendable {
   // Unchecked: set once in the server's init, before the endpoint is on a loop.
   weak var server: MetricsServer?
 }

@@ -49,10 +49,10 @@ extension EventRunLoop {
   }
 
   /// This loop's observer registry, created and attached as an instrument on first use.
-  private func observerRegistry() -> _ObserverRegistry {
+  private func observerRegistry() -> ObserverRegistry {
     _observerRegistries.withLock { registries in
       if let existing = registries[id] { return existing }
-      let registry = _ObserverRegistry(loopID: id)
+      let registry = ObserverRegistry(loopID: id)
       registries[id] = registry
       // Attached under the lock so that a second thread adding an observer to the same loop
       // cannot return before the registry hears activities. addInstrument only takes the

@@ -40,10 +40,10 @@ public final class LoopMetrics: RunLoopInstrument, Sendable {
   // Guarded by its own lock: the accumulators by loop id.
   private let state = GuardedState(State())
   // Where the instrument is attached.
-  private let attachments = _Attachments()
+  private let attachments = Attachments()
 
   private struct State {
-    var loops: [UInt64: _LoopAccumulator] = [:]
+    var loops: [UInt64: LoopAccumulator] = [:]
     // Last snapshots of loops whose thread exited, oldest first in exitOrder.
     var exited: [UInt64: LoopMetricsSnapshot] = [:]
     var exitOrder: [UInt64] = []
@@ -153,10 +153,10 @@ public final class LoopMetrics: RunLoopInstrument, Sendable {
   /// ```
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
     let outermostExit = activity == .exit && info.depth == 1
-    let exported = withAccumulator(info.loopID) { accumulator -> _ExportedMetrics? in
+    let exported = withAccumulator(info.loopID) { accumulator -> ExportedMetrics? in
       // The clock is read only when a run starts being timed and at the outermost exit.
       if accumulator.runStart == nil || outermostExit {
-        let now = _TraceClock.monotonicNow()
+        let now = TraceClock.monotonicNow()
         accumulator.noteEvent(at: now)
         if outermostExit, let start = accumulator.runStart {
           accumulator.runNanoseconds += now - start
@@ -190,11 +190,11 @@ public final class LoopMetrics: RunLoopInstrument, Sendable {
   /// ```
   public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
   {
-    let start = _TraceClock.nanoseconds(of: callout.start)
-    let duration = _TraceClock.nanoseconds(callout.duration)
-    let latency = callout.dueAt.map { _TraceClock.nanoseconds(callout.start - $0) }
+    let start = TraceClock.nanoseconds(of: callout.start)
+    let duration = TraceClock.nanoseconds(callout.duration)
+    let latency = callout.dueAt.map { TraceClock.nanoseconds(callout.start - $0) }
     let (exported, own) = withAccumulator(info.loopID) {
-      accumulator -> (_ExportedMetrics?, Int64) in
+      accumulator -> (ExportedMetrics?, Int64) in
       accumulator.noteEvent(at: start)
       let own = accumulator.ownTime(ofCalloutAt: info.depth, lasting: duration)
       accumulator.calloutCounts[callout.kind.name, default: 0] += 1
@@ -228,11 +228,11 @@ public final class LoopMetrics: RunLoopInstrument, Sendable {
     _ loop: EventRunLoop, didSleepFrom start: ContinuousClock.Instant,
     to end: ContinuousClock.Instant, _ info: LoopPassInfo
   ) {
-    let length = _TraceClock.nanoseconds(end - start)
-    let from = _TraceClock.nanoseconds(of: start)
+    let length = TraceClock.nanoseconds(end - start)
+    let from = TraceClock.nanoseconds(of: start)
     let spins = loop.spinStatistics
     let (exported, newSpins, newCatches, utilization) = withAccumulator(info.loopID) {
-      accumulator -> (_ExportedMetrics?, UInt64, UInt64, Double) in
+      accumulator -> (ExportedMetrics?, UInt64, UInt64, Double) in
       accumulator.noteEvent(at: from)
       accumulator.asleepNanoseconds += length
       // A sleep of a nested run is time the enclosing call-out did not spend working.
@@ -244,7 +244,7 @@ public final class LoopMetrics: RunLoopInstrument, Sendable {
       return (
         accumulator.exported, spins.spins &- (seen?.spins ?? 0),
         spins.caught &- (seen?.caught ?? 0),
-        accumulator.utilization(at: _TraceClock.adding(from, length))
+        accumulator.utilization(at: TraceClock.adding(from, length))
       )
     }
     exported?.asleep.recordNanoseconds(length)
@@ -254,7 +254,7 @@ public final class LoopMetrics: RunLoopInstrument, Sendable {
   }
 
   private func withAccumulator<Result>(
-    _ loopID: UInt64, _ body: (inout _LoopAccumulator) -> Result
+    _ loopID: UInt64, _ body: (inout LoopAccumulator) -> Result
   ) -> Result {
     if let result = state.withLock({ state in
       state.loops[loopID] == nil ? nil : body(&state.loops[loopID]!)
@@ -264,11 +264,11 @@ public final class LoopMetrics: RunLoopInstrument, Sendable {
     // First event of this loop: make its swift-metrics objects with no lock held (the
     // factory is user code, which may well call back into this instrument).
     let exported = factory.map {
-      _ExportedMetrics(prefix: labelPrefix, loopID: loopID, factory: $0)
+      ExportedMetrics(prefix: labelPrefix, loopID: loopID, factory: $0)
     }
     return state.withLock { state in
       if state.loops[loopID] == nil {
-        state.loops[loopID] = _LoopAccumulator(exported: exported)
+        state.loops[loopID] = LoopAccumulator(exported: exported)
       }
       return body(&state.loops[loopID]!)
     }
@@ -276,7 +276,7 @@ public final class LoopMetrics: RunLoopInstrument, Sendable {
 }
 
 /// One loop's running totals.
-package struct _LoopAccumulator {
+package struct LoopAccumulator {
   var iterations: UInt64 = 0
   var runs: UInt64 = 0
   var runStart: Int64?
@@ -287,17 +287,17 @@ package struct _LoopAccumulator {
   // By run depth: time that call-outs and sleeps at that depth spent since the enclosing
   // call-out (one depth up) began, to take out of that call-out's own time.
   var nested: [Int64] = []
-  var timerLateness = _LoopAccumulator.makeHistogram()
-  var signalToPerform = _LoopAccumulator.makeHistogram()
+  var timerLateness = LoopAccumulator.makeHistogram()
+  var signalToPerform = LoopAccumulator.makeHistogram()
   // Due time to call-out start, by call-out kind.
   var delays: [String: Histogram<UInt64>] = [:]
   // The loop's spin statistics at its latest sleep (nil before the first one).
   var spins: LoopSpinStatistics?
   var performQueueDepth = 0
   var performQueueMax = 0
-  let exported: _ExportedMetrics?
+  let exported: ExportedMetrics?
 
-  init(exported: _ExportedMetrics?) {
+  init(exported: ExportedMetrics?) {
     self.exported = exported
   }
 
@@ -357,7 +357,7 @@ package struct _LoopAccumulator {
   }
 
   func snapshot(loopID: UInt64) -> LoopMetricsSnapshot {
-    let running = runStart.map { _TraceClock.monotonicNow() - $0 } ?? 0
+    let running = runStart.map { TraceClock.monotonicNow() - $0 } ?? 0
     let inRuns = runNanoseconds + running
     var callouts: [String: LoopMetricsSnapshot.CalloutTotals] = [:]
     for (kind, count) in calloutCounts {
@@ -382,7 +382,7 @@ package struct _LoopAccumulator {
 }
 
 /// The swift-metrics objects of one loop, made once.
-final class _ExportedMetrics: Sendable {
+final class ExportedMetrics: Sendable {
   let iterations: Counter
   let asleep: CoreMetrics.Timer
   let timerLateness: CoreMetrics.Timer

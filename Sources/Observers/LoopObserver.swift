@@ -54,7 +54,7 @@ public final class LoopObserver: ModeScheduledItem, Sendable {
   // A one-shot observer's one call-out has been claimed by some loop.
   private let claimed = Atomic<Bool>(false)
   // Guarded by its own lock: the registries (one per loop) and modes the observer is in.
-  private let registrations = GuardedState<[(registry: _ObserverRegistry, mode: LoopMode)]>([])
+  private let registrations = GuardedState<[(registry: ObserverRegistry, mode: LoopMode)]>([])
 
   /// Creates an observer.
   ///
@@ -128,11 +128,11 @@ public final class LoopObserver: ModeScheduledItem, Sendable {
     if !repeats { invalidate() }
   }
 
-  func didAdd(to registry: _ObserverRegistry, mode: LoopMode) {
+  func didAdd(to registry: ObserverRegistry, mode: LoopMode) {
     registrations.withLock { $0.append((registry, mode)) }
   }
 
-  func didRemove(from registry: _ObserverRegistry, mode: LoopMode) {
+  func didRemove(from registry: ObserverRegistry, mode: LoopMode) {
     registrations.withLock { list in
       if let index = list.firstIndex(where: { $0.registry === registry && $0.mode == mode }) {
         list.remove(at: index)

@@ -57,12 +57,12 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
   // Guarded by its own lock: the loops watched, by id, and the counts.
   private let state = GuardedState(State())
   // Where the watchdog is attached, and whether it was closed.
-  private let attachments = _Attachments()
+  private let attachments = Attachments()
   private let wake = DispatchSemaphore(value: 0)
   private let finished = DispatchSemaphore(value: 0)
 
   private struct State {
-    var loops: [UInt64: _WatchedLoop] = [:]
+    var loops: [UInt64: WatchedLoop] = [:]
     var stalls: UInt64 = 0
     var recoveries: UInt64 = 0
   }
@@ -79,7 +79,7 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
   public init(threshold: Duration, reportingTo reporter: any StallReporter) {
     self.threshold = threshold
     self.reporter = reporter
-    thresholdNanoseconds = max(1, _TraceClock.nanoseconds(threshold))
+    thresholdNanoseconds = max(1, TraceClock.nanoseconds(threshold))
     let period = min(max(thresholdNanoseconds / 4, 1_000_000), 1_000_000_000)
     let thread = Thread { [weak self, wake, finished] in
       while let watchdog = self, !watchdog.isClosed {
@@ -165,7 +165,7 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
   /// watchdog.attach(to: loop)  // the loop calls this on its thread
   /// ```
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
-    let now = _TraceClock.monotonicNow()
+    let now = TraceClock.monotonicNow()
     let recovered = withWatchedLoop(loop) { $0.reach(activity, info, now: now) }
     if let recovered { report(recovery: recovered, of: loop, now: now) }
   }
@@ -178,7 +178,7 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
   public func runLoop(
     _ loop: EventRunLoop, willCallOut kind: CalloutKind, name: String, _ info: LoopPassInfo
   ) {
-    let now = _TraceClock.monotonicNow()
+    let now = TraceClock.monotonicNow()
     withWatchedLoop(loop) { $0.enter(kind: kind.name, name: name, info, now: now) }
   }
 
@@ -194,18 +194,18 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
 
   /// Finds (or starts watching) `loop` and updates it, under the one lock.
   private func withWatchedLoop<Result>(
-    _ loop: EventRunLoop, _ body: (inout _WatchedLoop) -> Result
+    _ loop: EventRunLoop, _ body: (inout WatchedLoop) -> Result
   ) -> Result {
     state.withLock { state in
-      body(&state.loops[loop.id, default: _WatchedLoop(loop: loop.id, tid: loop.threadID)])
+      body(&state.loops[loop.id, default: WatchedLoop(loop: loop.id, tid: loop.threadID)])
     }
   }
 
   /// On the watchdog's thread: reports each loop awake past the threshold, once per stall.
   private func look() {
-    let now = _TraceClock.monotonicNow()
-    let stalls = state.withLock { state -> [_WatchedLoop.Stall] in
-      var stalls: [_WatchedLoop.Stall] = []
+    let now = TraceClock.monotonicNow()
+    let stalls = state.withLock { state -> [WatchedLoop.Stall] in
+      var stalls: [WatchedLoop.Stall] = []
       var index = state.loops.values.startIndex
       while index != state.loops.values.endIndex {
         if let stall = state.loops.values[index].stall(now: now, threshold: thresholdNanoseconds) {
@@ -232,7 +232,7 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
     }
   }
 
-  private func report(recovery: _WatchedLoop.Recovery, of loop: EventRunLoop, now: Int64) {
+  private func report(recovery: WatchedLoop.Recovery, of loop: EventRunLoop, now: Int64) {
     let sent = reporter.report(
       StallReport(
         kind: .recovery, loop: loop.id, tid: loop.threadID, mode: recovery.mode,

@@ -56,10 +56,10 @@ public final class DescriptorSource: @unchecked Sendable {
 
   // The call-outs, dropped on invalidation: they often capture an object that holds this
   // source (a socket, a server), and keeping them would keep that object alive forever.
-  private let callouts: GuardedState<_DescriptorCallouts?>
+  private let callouts: GuardedState<DescriptorCallouts?>
   private let closed = Atomic<Bool>(false)
   // The watch's handler holds the source through this link until invalidation cuts it.
-  private let link = _OwnerLink<DescriptorSource>()
+  private let link = OwnerLink<DescriptorSource>()
   // Set once in init.
   private var watch: DescriptorWatch!
 
@@ -91,7 +91,7 @@ public final class DescriptorSource: @unchecked Sendable {
     self.ownership = ownership
     self.name = name
     self.callouts = GuardedState(
-      _DescriptorCallouts(onReadable: onReadable, onWritable: onWritable, onError: onError))
+      DescriptorCallouts(onReadable: onReadable, onWritable: onWritable, onError: onError))
     var interest: DescriptorEvents = []
     if onReadable != nil { interest.insert(.readable) }
     if wantsWritable { interest.insert(.writable) }
@@ -208,7 +208,7 @@ public final class DescriptorSource: @unchecked Sendable {
 }
 
 /// The call-outs of a ``DescriptorSource``.
-struct _DescriptorCallouts {
+struct DescriptorCallouts {
   let onReadable: (@Sendable (DescriptorSource) -> Void)?
   let onWritable: (@Sendable (DescriptorSource) -> Void)?
   let onError: (@Sendable (DescriptorSource, DescriptorEvents) -> Void)?

@@ -67,7 +67,7 @@ public final class InProcessPort: @unchecked Sendable {
   private let handler: @Sendable (LoopPortMessage) -> Void
   // Everything shared between senders and the owning loop, behind one lock; no user code
   // runs while it is held.
-  private let state = GuardedState(_PortState())
+  private let state = GuardedState(PortState())
   // A lock-free copy of `state.valid` for the checks made per message.
   private let validFlag = Atomic<Bool>(true)
   // Messages taken from the queue and not yet handed to the handler. Touched on the owning
@@ -75,7 +75,7 @@ public final class InProcessPort: @unchecked Sendable {
   // messages of one sender keep their order.
   private var taken = Deque<LoopPortMessage>()
   // The watch's handler holds the port through this link until invalidation cuts it.
-  private let link = _OwnerLink<InProcessPort>()
+  private let link = OwnerLink<InProcessPort>()
   // Set once in init.
   private var watch: DescriptorWatch!
 
@@ -195,7 +195,7 @@ public final class InProcessPort: @unchecked Sendable {
   }
 
   /// The error for a send to a port that is no longer valid.
-  private func gone(_ state: _PortState) -> RunLoopError {
+  private func gone(_ state: PortState) -> RunLoopError {
     guard state.ownerExited else { return .invalidated("port '\(name)' was invalidated") }
     return .loopThreadExited("the thread of port '\(name)''s loop exited")
   }
@@ -308,10 +308,10 @@ public final class InProcessPort: @unchecked Sendable {
   ) {
     let stillValid = state.withLock { state -> Bool in
       guard state.valid else { return false }
-      state.invalidationHandlers.append(_InvalidationHandler(loop: loop, body: handler))
+      state.invalidationHandlers.append(InvalidationHandler(loop: loop, body: handler))
       return true
     }
-    if !stillValid { _InvalidationHandler(loop: loop, body: handler).run(for: self) }
+    if !stillValid { InvalidationHandler(loop: loop, body: handler).run(for: self) }
   }
 
   /// Invalidates the port: removes it from its loop, discards queued messages, fails
@@ -322,7 +322,7 @@ public final class InProcessPort: @unchecked Sendable {
   /// ```
   public func invalidate() {
     let taken = state.withLock {
-      state -> (Int, [_InvalidationHandler], (EventRunLoop, UInt64)?)? in
+      state -> (Int, [InvalidationHandler], (EventRunLoop, UInt64)?)? in
       guard state.valid else { return nil }
       state.valid = false
       validFlag.store(false, ordering: .releasing)
@@ -440,7 +440,7 @@ public final class InProcessPort: @unchecked Sendable {
 }
 
 /// The state of an ``InProcessPort`` shared between threads.
-struct _PortState {
+struct PortState {
   var valid = true
   var queue = Deque<LoopPortMessage>()
   // Whether the eventfd has been written since the loop last took the queue.
@@ -454,11 +454,11 @@ struct _PortState {
   var ownerExited = false
   // The token of the owner's thread-exit handler, until invalidation.
   var exitToken: UInt64?
-  var invalidationHandlers: [_InvalidationHandler] = []
+  var invalidationHandlers: [InvalidationHandler] = []
 }
 
 /// A handler to run when a port is invalidated, and where.
-struct _InvalidationHandler {
+struct InvalidationHandler {
   let loop: EventRunLoop?
   let body: @Sendable (InProcessPort) -> Void
 

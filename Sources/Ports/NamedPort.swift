@@ -61,7 +61,7 @@ public final class NamedPort: Sendable {
 
   // The connection and request counter; held for a whole exchange, which serializes callers.
   // No user code runs under it.
-  private let connection = GuardedState(_ClientState())
+  private let connection = GuardedState(ClientState())
   // One exchange at a time. A caller waits for it only until its own deadline, so a call
   // never blocks past its timeout behind another thread's call. Created at 0 and raised to
   // 1: libdispatch stops the process when a semaphore is freed below its initial value.
@@ -151,10 +151,10 @@ public final class NamedPort: Sendable {
       try self.reconnectingIfIdleClosed(&state, until: deadline) {
         descriptor, _ throws(RunLoopError) in
         try self.throwPendingFailure(descriptor)
-        let frame = _Frame(
+        let frame = Frame(
           version: self.wireVersion, kind: .oneWay, msgid: msgid, requestID: 0,
-          context: _TracePropagation.outgoing(), payload: data)
-        try _SocketCalls.sendAll(descriptor, frame.encoded(), until: deadline)
+          context: TracePropagation.outgoing(), payload: data)
+        try SocketCalls.sendAll(descriptor, frame.encoded(), until: deadline)
         return []
       }
     }
@@ -185,12 +185,12 @@ public final class NamedPort: Sendable {
       state.nextRequestID &+= 1
       if state.nextRequestID == 0 { state.nextRequestID = 1 }
       let requestID = state.nextRequestID
-      let frame = _Frame(
+      let frame = Frame(
         version: self.wireVersion, kind: .request, msgid: msgid, requestID: requestID,
-        context: _TracePropagation.outgoing(), payload: data)
+        context: TracePropagation.outgoing(), payload: data)
       return try self.reconnectingIfIdleClosed(&state, until: sendDeadline) {
         descriptor, serverPID throws(RunLoopError) in
-        try _SocketCalls.sendAll(descriptor, frame.encoded(), until: sendDeadline)
+        try SocketCalls.sendAll(descriptor, frame.encoded(), until: sendDeadline)
         return try self.awaitReply(
           descriptor, requestID: requestID, serverPID: serverPID,
           until: .now + receiveTimeout)
@@ -225,7 +225,7 @@ public final class NamedPort: Sendable {
   /// next exchange starts on a clean stream.
   private func exchange(
     waitingUntil deadline: ContinuousClock.Instant,
-    _ body: (inout _ClientState) throws(RunLoopError) -> [UInt8]
+    _ body: (inout ClientState) throws(RunLoopError) -> [UInt8]
   ) throws(RunLoopError) -> [UInt8] {
     guard turn.wait(timeout: InProcessPort.dispatchTime(at: deadline)) == .success else {
       throw .timedOut("port '\(name)' was busy with another thread's call until the deadline")
@@ -251,7 +251,7 @@ public final class NamedPort: Sendable {
   /// so it handled nothing `body` sent. A one-way message that the kernel took in the
   /// instant before the server closed is lost, as on any connection with an idle timeout.
   private func reconnectingIfIdleClosed(
-    _ state: inout _ClientState, until deadline: ContinuousClock.Instant,
+    _ state: inout ClientState, until deadline: ContinuousClock.Instant,
     _ body: (_ descriptor: Int32, _ serverPID: pid_t) throws(RunLoopError) -> [UInt8]
   ) throws(RunLoopError) -> [UInt8] {
     var attempt = 0
@@ -275,7 +275,7 @@ public final class NamedPort: Sendable {
 
   private static let idleClosed = RunLoopError.Code(NamedPortServer.idleNoticeCode)
 
-  private func connected(_ state: inout _ClientState, until deadline: ContinuousClock.Instant)
+  private func connected(_ state: inout ClientState, until deadline: ContinuousClock.Instant)
     throws(RunLoopError) -> Int32
   {
     if state.descriptor < 0 {
@@ -297,7 +297,7 @@ public final class NamedPort: Sendable {
       tv_sec: Int(seconds.components.seconds),
       tv_usec: Int(seconds.components.attoseconds / 1_000_000_000_000))
     setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-    let code = try _SocketCalls.startConnect(descriptor, path: path)
+    let code = try SocketCalls.startConnect(descriptor, path: path)
     guard code == 0 else {
       close(descriptor)
       switch code {
@@ -312,7 +312,7 @@ public final class NamedPort: Sendable {
       }
     }
     _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-    guard let peer = _SocketCalls.peer(of: descriptor), trustedUIDs.contains(peer.uid) else {
+    guard let peer = SocketCalls.peer(of: descriptor), trustedUIDs.contains(peer.uid) else {
       close(descriptor)
       throw .peerRefused("the server of port '\(name)' runs as an untrusted user")
     }
@@ -327,15 +327,15 @@ public final class NamedPort: Sendable {
   /// What the server said before closing, if it already did; `peerClosed` when it closed
   /// without a word.
   private func pendingFailure(_ descriptor: Int32) -> RunLoopError? {
-    guard _SocketCalls.hasInput(descriptor) else { return nil }
+    guard SocketCalls.hasInput(descriptor) else { return nil }
     // Room for a whole notice: its header and the largest payload a reply's read takes.
     var buffer = [UInt8](
-      repeating: 0, count: _Frame.tracedHeaderSize + Self.maxNoticeSize)
+      repeating: 0, count: Frame.tracedHeaderSize + Self.maxNoticeSize)
     let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_PEEK))
     guard count > 0 else {
       return .peerClosed("port '\(name)' closed the connection")
     }
-    if case .frame(let frame, _) = _Frame.parse(
+    if case .frame(let frame, _) = Frame.parse(
       Array(buffer[0..<count]), from: 0, maxPayload: maxMessageSize,
       maxFailurePayload: Self.maxNoticeSize, maxVersion: wireVersion),
       frame.kind == .failure
@@ -355,7 +355,7 @@ public final class NamedPort: Sendable {
   )
     throws(RunLoopError) -> [UInt8]
   {
-    var reader = _FrameReader()
+    var reader = FrameReader()
     var skipped = 0
     // Start small and grow when a read fills the chunk: a zeroed 64 KiB array per request
     // cost more than the round trip itself for small replies (runloop-bench, ports).
@@ -369,7 +369,7 @@ public final class NamedPort: Sendable {
           throw self.error(from: frame)
         }
         if frame.kind == .reply && frame.requestID == requestID {
-          _TracePropagation.receivedReply(frame.context, from: serverPID, name: name)
+          TracePropagation.receivedReply(frame.context, from: serverPID, name: name)
           return frame.payload
         }
         skipped += 1
@@ -390,14 +390,14 @@ public final class NamedPort: Sendable {
       case .needMore:
         reader.dropTaken()
       }
-      guard _SocketCalls.wait(descriptor, for: Int16(POLLIN), until: deadline) != 0 else {
+      guard SocketCalls.wait(descriptor, for: Int16(POLLIN), until: deadline) != 0 else {
         let extra = skipped > 0 ? " (it sent \(skipped) frames for other requests instead)" : ""
         throw .timedOut("port '\(name)' did not reply before the receive timeout\(extra)")
       }
       let count = read(descriptor, &chunk, chunk.count)
       if count > 0 {
         reader.append(chunk[0..<count])
-        if count == chunk.count && chunk.count < _FrameReader.keptCapacity {
+        if count == chunk.count && chunk.count < FrameReader.keptCapacity {
           chunk = [UInt8](repeating: 0, count: chunk.count * 4)
         }
       } else if count == 0 || errno == ECONNRESET {
@@ -420,7 +420,7 @@ public final class NamedPort: Sendable {
   /// A failure frame's payload is `code: reason`. A version-1 server refuses a newer frame
   /// as `malformedFrame: unsupported version N`: that becomes `unsupportedFrameVersion`,
   /// with what to do about it.
-  private func error(from frame: _Frame) -> RunLoopError {
+  private func error(from frame: Frame) -> RunLoopError {
     let text = String(decoding: frame.payload, as: UTF8.self)
     // "code: reason": the code becomes the error's code, the reason its message (the
     // description puts the code back in front).
@@ -437,7 +437,7 @@ public final class NamedPort: Sendable {
 }
 
 /// The connection of a ``NamedPort``.
-struct _ClientState {
+struct ClientState {
   var valid = true
   var descriptor: Int32 = -1
   var nextRequestID: UInt32 = 0

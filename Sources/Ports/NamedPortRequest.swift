@@ -24,10 +24,10 @@ public final class NamedPortRequest: Sendable {
   public let message: NamedPortMessage
   // The server's book of requests waiting for their answer, and this one's entry there
   // (nil for a one-way message).
-  private let book: _RequestBook
+  private let book: RequestBook
   private let ticket: UInt64?
 
-  init(message: NamedPortMessage, book: _RequestBook, ticket: UInt64?) {
+  init(message: NamedPortMessage, book: RequestBook, ticket: UInt64?) {
     self.message = message
     self.book = book
     self.ticket = ticket

@@ -57,7 +57,7 @@ extension NamedPortServer {
           name: name, registry: registry, maxMessageSize: maxMessageSize,
           allowedUIDs: allowedUIDs
         ) { _ in nil }
-        let book = _RequestBook(server: server, capacity: capacity)
+        let book = RequestBook(server: server, capacity: capacity)
         server.deferReplies { [weak book] server, message, route in
           guard let book else {
             // The sequence is gone: the server is being invalidated.
@@ -81,7 +81,7 @@ extension NamedPortServer {
 
 extension NamedPortServer {
   /// Answers a request the stopped sequence will never see with `serverStopped`, counted.
-  func answerStopped(_ route: _DeferredReply) {
+  func answerStopped(_ route: DeferredReply) {
     answer(route, with: .failure(.stopped(name)))
     count { $0.requestsAnsweredAtStop += 1 }
   }
@@ -89,8 +89,8 @@ extension NamedPortServer {
 
 /// Where a deferred request's answer goes: its connection, its frame's version and ids, and
 /// the trace it came with (the reply carries it back).
-struct _DeferredReply: Sendable {
-  let connection: _ServerConnection
+struct DeferredReply: Sendable {
+  let connection: ServerConnection
   let version: UInt8
   let msgid: PortMessageID
   let requestID: UInt32
@@ -98,23 +98,23 @@ struct _DeferredReply: Sendable {
 }
 
 /// The text of a failure frame: `code: reason`.
-struct _FailureNotice: Error {
+struct FailureNotice: Error {
   let text: String
 
-  static func busy(_ name: String, capacity: Int) -> _FailureNotice {
-    _FailureNotice(
+  static func busy(_ name: String, capacity: Int) -> FailureNotice {
+    FailureNotice(
       text: "\(RunLoopError.Code.serverBusy.identifier): port '\(name)' has \(capacity) messages"
         + " waiting for its consumer")
   }
 
-  static func stopped(_ name: String) -> _FailureNotice {
-    _FailureNotice(
+  static func stopped(_ name: String) -> FailureNotice {
+    FailureNotice(
       text: "\(RunLoopError.Code.serverStopped.identifier): port '\(name)' stopped (its consumer"
         + " ended) before answering")
   }
 
-  static func dropped(_ name: String) -> _FailureNotice {
-    _FailureNotice(
+  static func dropped(_ name: String) -> FailureNotice {
+    FailureNotice(
       text: "\(RunLoopError.Code.requestDropped.identifier): port '\(name)' released the request"
         + " without replying")
   }
@@ -122,9 +122,9 @@ struct _FailureNotice: Error {
 
 /// The requests of a sequence-serving server that wait for their answer, each under a
 /// ticket; whoever takes a ticket first (a reply, a release, the stop) answers it.
-final class _RequestBook: Sendable {
+final class RequestBook: Sendable {
   private struct State {
-    var waiting: [UInt64: _DeferredReply] = [:]
+    var waiting: [UInt64: DeferredReply] = [:]
     var nextTicket: UInt64 = 0
     var stopped = false
   }
@@ -141,7 +141,7 @@ final class _RequestBook: Sendable {
   /// On the loop's thread: books a request and offers the message to the sequence; answers
   /// at once what the sequence refuses.
   func receive(
-    _ message: NamedPortMessage, route: _DeferredReply?, into feed: LoopEventFeed<NamedPortRequest>
+    _ message: NamedPortMessage, route: DeferredReply?, into feed: LoopEventFeed<NamedPortRequest>
   ) {
     var ticket: UInt64?
     if let route {
@@ -175,7 +175,7 @@ final class _RequestBook: Sendable {
   }
 
   /// Answers `ticket` unless it was answered already; returns whether this did.
-  func answer(_ ticket: UInt64, with answer: Result<[UInt8], _FailureNotice>) -> Bool {
+  func answer(_ ticket: UInt64, with answer: Result<[UInt8], FailureNotice>) -> Bool {
     guard let route = state.withLock({ $0.waiting.removeValue(forKey: ticket) }) else {
       return false
     }
@@ -209,7 +209,7 @@ final class _RequestBook: Sendable {
   }
 
   /// Stops taking requests and takes the ones still waiting, in the order they came.
-  private func closeAndTakeWaiting() -> [_DeferredReply] {
+  private func closeAndTakeWaiting() -> [DeferredReply] {
     state.withLock { state in
       state.stopped = true
       defer { state.waiting = [:] }

@@ -87,13 +87,13 @@ public final class NamedPortServer: @unchecked Sendable {
   private let listenDescriptor: Int32
   // Everything shared between threads; connections' buffers are touched on the loop
   // thread only.
-  private let state = GuardedState(_ServerState())
+  private let state = GuardedState(ServerState())
   // Set once in init.
   private var listener: DescriptorSource!
   // Set once in init; told of connection deadlines on the loop thread.
-  private var sweeper: _ConnectionSweeper!
+  private var sweeper: ConnectionSweeper!
   // Loop thread only: what one read takes from a connection before it is parsed.
-  private var readBuffer = [UInt8](repeating: 0, count: _FrameReader.keptCapacity)
+  private var readBuffer = [UInt8](repeating: 0, count: FrameReader.keptCapacity)
 
   /// The default maximum payload: 1 MiB.
   ///
@@ -190,7 +190,7 @@ public final class NamedPortServer: @unchecked Sendable {
   /// ```swift
   /// print("speaks frame versions 1 to \(NamedPortServer.currentFrameVersion)")
   /// ```
-  public static let currentFrameVersion = Int(_Frame.version)
+  public static let currentFrameVersion = Int(Frame.version)
 
   /// Registers `name` and starts listening; messages are handled once the server is added
   /// to a loop.
@@ -242,7 +242,7 @@ public final class NamedPortServer: @unchecked Sendable {
       throw .invalidArgument(
         "maxFrameVersion must be between 1 and \(Self.currentFrameVersion)")
     }
-    let largestFrame = _Frame.headerSize(of: UInt8(maxFrameVersion)) + maxMessageSize
+    let largestFrame = Frame.headerSize(of: UInt8(maxFrameVersion)) + maxMessageSize
     let bufferCap = maxBufferedBytes ?? max(Self.defaultMaxBufferedBytes, largestFrame)
     guard bufferCap >= largestFrame else {
       throw .invalidArgument(
@@ -293,7 +293,7 @@ public final class NamedPortServer: @unchecked Sendable {
       fileDescriptor: descriptor, ownership: .owned, name: "\(name).listen",
       onReadable: { [self] _ in self.acceptConnections() })
     let granularity = min(max(min(idleTimeout, frameTimeout) / 16, .milliseconds(1)), .seconds(1))
-    self.sweeper = _ConnectionSweeper(
+    self.sweeper = ConnectionSweeper(
       granularity: granularity,
       serves: { [weak self] mode, isCommon in self?.serves(mode, isCommon: isCommon) ?? false },
       sweep: { [weak self] now in self?.closeExpiredConnections(now: now) })
@@ -340,9 +340,9 @@ public final class NamedPortServer: @unchecked Sendable {
   }
 
   private static func listen(at path: String, mode: mode_t) throws(RunLoopError) -> Int32 {
-    let descriptor = try _SocketCalls.socket(domain: AF_UNIX, type: Int32(SOCK_STREAM.rawValue))
+    let descriptor = try SocketCalls.socket(domain: AF_UNIX, type: Int32(SOCK_STREAM.rawValue))
     do throws(RunLoopError) {
-      try _SocketCalls.bind(descriptor, path: path)
+      try SocketCalls.bind(descriptor, path: path)
       guard chmod(path, mode) == 0 else { throw .systemCall("chmod(\(path))", errno: errno) }
       guard Glibc.listen(descriptor, 128) == 0 else { throw .systemCall("listen", errno: errno) }
     } catch {
@@ -384,7 +384,7 @@ public final class NamedPortServer: @unchecked Sendable {
   ///   ``/RunLoopCore/RunLoopError/Code/alreadyInUse`` when the server belongs to another loop.
   public func add(to loop: EventRunLoop, mode: LoopMode) throws(RunLoopError) {
     let connections = try state.withLock {
-      state throws(RunLoopError) -> [_ServerConnection] in
+      state throws(RunLoopError) -> [ServerConnection] in
       guard state.valid else { throw .invalidated("named port '\(name)' was invalidated") }
       if let owner = state.owner, owner !== loop {
         throw .alreadyInUse("named port '\(name)' belongs to \(owner)")
@@ -457,9 +457,9 @@ public final class NamedPortServer: @unchecked Sendable {
     while isValid {
       let descriptor = crl_accept_nonblocking(listenDescriptor)
       guard descriptor >= 0 else {
-        if _SocketCalls.isResourceShortage(errno) {
+        if SocketCalls.isResourceShortage(errno) {
           state.withLock { $0.statistics.acceptPauses += 1 }
-          _SocketCalls.pauseAccepting(listener)
+          SocketCalls.pauseAccepting(listener)
         }
         return
       }
@@ -471,11 +471,11 @@ public final class NamedPortServer: @unchecked Sendable {
         close(descriptor)
         continue
       }
-      guard let peer = _SocketCalls.peer(of: descriptor), allowedUIDs.contains(peer.uid) else {
+      guard let peer = SocketCalls.peer(of: descriptor), allowedUIDs.contains(peer.uid) else {
         refuse(descriptor)
         continue
       }
-      let connection = _ServerConnection(peerPID: peer.pid, peerUID: peer.uid)
+      let connection = ServerConnection(peerPID: peer.pid, peerUID: peer.uid)
       // A client that connects and says nothing gives its slot back after the idle deadline.
       connection.deadline = .now + idleTimeout
       sweeper.note(connection.deadline)
@@ -505,7 +505,7 @@ public final class NamedPortServer: @unchecked Sendable {
   /// Sends a failure notice. Notices are version-1 frames, which every client reads,
   /// whatever version it speaks.
   private func sendFailure(_ notice: String, to descriptor: Int32) {
-    let refusal = _Frame(
+    let refusal = Frame(
       version: 1, kind: .failure, msgid: 0, requestID: 0, payload: Array(notice.utf8)
     )
     .encoded()
@@ -515,7 +515,7 @@ public final class NamedPortServer: @unchecked Sendable {
     }
   }
 
-  private func readFrames(from connection: _ServerConnection) {
+  private func readFrames(from connection: ServerConnection) {
     // invalidate() from another thread closes on a later pass: stop serving at once.
     guard isValid else { return }
     let descriptor = connection.source.fileDescriptor
@@ -575,7 +575,7 @@ public final class NamedPortServer: @unchecked Sendable {
 
   /// Counts what `connection` holds now into ``NamedPortStatistics/bufferedBytes``; returns
   /// whether the total is above ``maxBufferedBytes`` while this connection holds something.
-  private func account(_ connection: _ServerConnection) -> Bool {
+  private func account(_ connection: ServerConnection) -> Bool {
     // A dropped connection gave its bytes back already.
     guard connection.source.isValid else { return false }
     let held = connection.reader.count + connection.output.count
@@ -595,7 +595,7 @@ public final class NamedPortServer: @unchecked Sendable {
     for connection in connections where connection.source.isValid {
       if connection.deadline <= now {
         let descriptor = connection.source.fileDescriptor
-        if _SocketCalls.hasInput(descriptor) {
+        if SocketCalls.hasInput(descriptor) {
           // Bytes that arrived while the loop was busy (a slow handler) are not the client's
           // fault: the read call-out takes them first, and the next sweep looks again.
           earliest = now
@@ -632,7 +632,7 @@ public final class NamedPortServer: @unchecked Sendable {
   /// reads it connects again instead of failing.
   static let idleNoticeCode = "idleClosed"
 
-  private func handle(_ frame: _Frame, from connection: _ServerConnection) {
+  private func handle(_ frame: Frame, from connection: ServerConnection) {
     guard frame.kind == .oneWay || frame.kind == .request else {
       reject(connection, notice: "malformedFrame: a client may not send \(frame.kind) frames")
       return
@@ -640,23 +640,23 @@ public final class NamedPortServer: @unchecked Sendable {
     let message = NamedPortMessage(
       msgid: frame.msgid, data: frame.payload, expectsReply: frame.kind == .request,
       peerPID: connection.peerPID, peerUID: connection.peerUID,
-      cause: _TracePropagation.cause(of: frame.context, from: connection.peerPID))
+      cause: TracePropagation.cause(of: frame.context, from: connection.peerPID))
     let (owner, deferred) = state.withLock { state in
       state.statistics.messagesHandled += 1
       return (state.owner, state.deferredHandler)
     }
     if let deferred {
-      let route = _DeferredReply(
+      let route = DeferredReply(
         connection: connection, version: frame.version, msgid: frame.msgid,
         requestID: frame.requestID, trace: message.cause?.traceID)
       // In a port call-out caused by the sender, as a handler runs.
-      _ = _TracePropagation.handle(message, on: owner, name: name) { message in
+      _ = TracePropagation.handle(message, on: owner, name: name) { message in
         deferred(self, message, frame.kind == .request ? route : nil)
         return nil
       }
       return
     }
-    let (reply, replyContext) = _TracePropagation.handle(
+    let (reply, replyContext) = TracePropagation.handle(
       message, on: owner, name: name, handler)
     guard frame.kind == .request, connection.source.isValid else { return }
     queueAnswer(
@@ -666,28 +666,28 @@ public final class NamedPortServer: @unchecked Sendable {
   /// The reply frame for `request`, or a failure frame when the reply is too large. A reply
   /// goes out in the version its request came in, so a version-1 client reads it.
   private func answerFrame(
-    _ answer: Result<[UInt8], _FailureNotice>, for request: _Frame,
-    context: _Frame.TraceContext?
-  ) -> _Frame {
+    _ answer: Result<[UInt8], FailureNotice>, for request: Frame,
+    context: Frame.TraceContext?
+  ) -> Frame {
     switch answer {
     case .success(let reply) where reply.count > maxMessageSize:
-      return _Frame(
+      return Frame(
         version: request.version, kind: .failure, msgid: request.msgid,
         requestID: request.requestID,
         payload: Array(
           "messageTooLarge: reply of \(reply.count) bytes exceeds \(maxMessageSize)".utf8))
     case .success(let reply):
-      return _Frame(
+      return Frame(
         version: request.version, kind: .reply, msgid: request.msgid,
         requestID: request.requestID, context: context, payload: reply)
     case .failure(let notice):
-      return _Frame(
+      return Frame(
         version: request.version, kind: .failure, msgid: request.msgid,
         requestID: request.requestID, payload: Array(notice.text.utf8))
     }
   }
 
-  private func queueAnswer(_ answer: _Frame, to connection: _ServerConnection) {
+  private func queueAnswer(_ answer: Frame, to connection: ServerConnection) {
     connection.output += answer.encoded()
     flush(connection)
   }
@@ -698,7 +698,7 @@ public final class NamedPortServer: @unchecked Sendable {
   /// handler; a request comes with its route, answered later through `answer(_:with:)`.
   /// `closed` runs once the server has closed its connections, however it was invalidated.
   func deferReplies(
-    to handler: @escaping @Sendable (NamedPortServer, NamedPortMessage, _DeferredReply?) -> Void,
+    to handler: @escaping @Sendable (NamedPortServer, NamedPortMessage, DeferredReply?) -> Void,
     closed: @escaping @Sendable () -> Void
   ) {
     state.withLock {
@@ -711,8 +711,8 @@ public final class NamedPortServer: @unchecked Sendable {
   /// once there, otherwise on its next pass in the server's modes (after what was queued
   /// before, so answers sent before ``invalidate()`` leave before the connections close).
   /// An answer whose client is gone counts in ``NamedPortStatistics/repliesUndelivered``.
-  func answer(_ route: _DeferredReply, with answer: Result<[UInt8], _FailureNotice>) {
-    let request = _Frame(
+  func answer(_ route: DeferredReply, with answer: Result<[UInt8], FailureNotice>) {
+    let request = Frame(
       version: route.version, kind: .request, msgid: route.msgid, requestID: route.requestID,
       payload: [])
     let deliver: @Sendable () -> Void = { [self] in
@@ -723,7 +723,7 @@ public final class NamedPortServer: @unchecked Sendable {
       }
       // The request's trace goes back with the span of the call-out that sends the reply.
       let context = route.trace.map {
-        _Frame.TraceContext(
+        Frame.TraceContext(
           traceHigh: $0.high, traceLow: $0.low, spanID: EventRunLoop.currentCalloutSpan)
       }
       queueAnswer(answerFrame(answer, for: request, context: context), to: route.connection)
@@ -739,7 +739,7 @@ public final class NamedPortServer: @unchecked Sendable {
     state.withLock { update(&$0.statistics) }
   }
 
-  private func flush(_ connection: _ServerConnection) {
+  private func flush(_ connection: ServerConnection) {
     let descriptor = connection.source.fileDescriptor
     defer { _ = account(connection) }
     while !connection.output.isEmpty {
@@ -767,12 +767,12 @@ public final class NamedPortServer: @unchecked Sendable {
   }
 
   /// Tells the peer why (best effort) and drops the connection.
-  private func reject(_ connection: _ServerConnection, notice: String) {
+  private func reject(_ connection: ServerConnection, notice: String) {
     sendFailure(notice, to: connection.source.fileDescriptor)
     drop(connection, rejected: true)
   }
 
-  private func drop(_ connection: _ServerConnection, rejected: Bool) {
+  private func drop(_ connection: ServerConnection, rejected: Bool) {
     let descriptor = connection.source.fileDescriptor
     let held = connection.accountedBytes
     connection.accountedBytes = 0
@@ -788,26 +788,26 @@ public final class NamedPortServer: @unchecked Sendable {
 }
 
 /// The part of a ``NamedPortServer`` shared between threads.
-struct _ServerState {
+struct ServerState {
   var valid = true
   var lockDescriptor: Int32 = -1
   var owner: EventRunLoop?
   var modes: Set<LoopMode> = []
-  var connections: [Int32: _ServerConnection] = [:]
+  var connections: [Int32: ServerConnection] = [:]
   var statistics = NamedPortStatistics()
-  var deferredHandler: (@Sendable (NamedPortServer, NamedPortMessage, _DeferredReply?) -> Void)?
+  var deferredHandler: (@Sendable (NamedPortServer, NamedPortMessage, DeferredReply?) -> Void)?
   // Told once the connections are closed (a requests sequence ends there).
   var closedHandler: (@Sendable () -> Void)?
 }
 
 /// One client connection of a server. Loop thread only, except `source`, which is set
 /// before the connection is shared.
-final class _ServerConnection: @unchecked Sendable {
+final class ServerConnection: @unchecked Sendable {
   // Unchecked: the loop thread is the only one to touch its `var`s (see above).
   let peerPID: pid_t
   let peerUID: uid_t
   var source: DescriptorSource!
-  var reader = _FrameReader()
+  var reader = FrameReader()
   var output: [UInt8] = []
   // When the connection is dropped: its idle deadline between frames, its frame's
   // deadline while one is under way.

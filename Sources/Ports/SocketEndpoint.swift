@@ -49,7 +49,7 @@ public enum SocketEndpoint: Sendable, Hashable, CustomStringConvertible {
   ) throws(RunLoopError) -> Result {
     switch self {
     case .unix(let path):
-      var (address, length) = try _SocketCalls.address(for: path)
+      var (address, length) = try SocketCalls.address(for: path)
       return withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
       }

@@ -45,7 +45,7 @@ public final class SocketSource: @unchecked Sendable {
   private let onWritable: (@Sendable (SocketSource) -> Void)?
   private let onClose: (@Sendable (SocketSource, RunLoopError?) -> Void)?
   // Shared between writers (any thread) and the loop thread.
-  private let state: GuardedState<_SocketState>
+  private let state: GuardedState<SocketState>
   // Set once in init.
   private var source: DescriptorSource!
 
@@ -61,7 +61,7 @@ public final class SocketSource: @unchecked Sendable {
     listeningOn endpoint: SocketEndpoint, backlog: Int32 = 128, name: String = "listener",
     onAccept: @escaping @Sendable (SocketSource, Int32) -> Void
   ) throws(RunLoopError) {
-    let descriptor = try _SocketCalls.socket(
+    let descriptor = try SocketCalls.socket(
       domain: endpoint.domain, type: Int32(SOCK_STREAM.rawValue))
     do throws(RunLoopError) {
       var one: Int32 = 1
@@ -78,7 +78,7 @@ public final class SocketSource: @unchecked Sendable {
     self.name = name
     self.onAccept = onAccept
     (onConnect, onData, onWritable, onClose) = (nil, nil, nil, nil)
-    state = GuardedState(_SocketState(phase: .listening))
+    state = GuardedState(SocketState(phase: .listening))
     source = makeSource(descriptor, ownership: .owned, wantsWritable: false)
   }
 
@@ -103,7 +103,7 @@ public final class SocketSource: @unchecked Sendable {
     onWritable: (@Sendable (SocketSource) -> Void)? = nil,
     onClose: (@Sendable (SocketSource, RunLoopError?) -> Void)? = nil
   ) throws(RunLoopError) {
-    let descriptor = try _SocketCalls.socket(
+    let descriptor = try SocketCalls.socket(
       domain: endpoint.domain, type: Int32(SOCK_STREAM.rawValue))
     let status: Int32
     do throws(RunLoopError) {
@@ -122,7 +122,7 @@ public final class SocketSource: @unchecked Sendable {
     self.onWritable = onWritable
     self.onClose = onClose
     // Connected at once or not, the connect call-out comes from the loop, on writability.
-    state = GuardedState(_SocketState(phase: .connecting))
+    state = GuardedState(SocketState(phase: .connecting))
     source = makeSource(descriptor, ownership: .owned, wantsWritable: true)
   }
 
@@ -146,7 +146,7 @@ public final class SocketSource: @unchecked Sendable {
     self.onData = onData
     self.onWritable = onWritable
     self.onClose = onClose
-    state = GuardedState(_SocketState(phase: .connected))
+    state = GuardedState(SocketState(phase: .connected))
     source = makeSource(descriptor, ownership: ownership, wantsWritable: false)
   }
 
@@ -272,8 +272,8 @@ public final class SocketSource: @unchecked Sendable {
       while source.isValid {
         let descriptor = crl_accept_nonblocking(fileDescriptor)
         guard descriptor >= 0 else {
-          if _SocketCalls.isResourceShortage(errno) {
-            _SocketCalls.pauseAccepting(source)
+          if SocketCalls.isResourceShortage(errno) {
+            SocketCalls.pauseAccepting(source)
           }
           return
         }
@@ -297,7 +297,7 @@ public final class SocketSource: @unchecked Sendable {
   private func writable() {
     switch state.withLock({ $0.phase }) {
     case .connecting:
-      let code = _SocketCalls.pendingError(fileDescriptor)
+      let code = SocketCalls.pendingError(fileDescriptor)
       if code != 0 {
         state.withLock { $0.phase = .closed }
         source.invalidate()
@@ -351,7 +351,7 @@ public final class SocketSource: @unchecked Sendable {
       readable()
       return
     }
-    finish(.systemCall("socket", errno: _SocketCalls.pendingError(fileDescriptor)))
+    finish(.systemCall("socket", errno: SocketCalls.pendingError(fileDescriptor)))
   }
 
   private func finish(_ error: RunLoopError?) {
@@ -365,7 +365,7 @@ public final class SocketSource: @unchecked Sendable {
 }
 
 /// Where a ``SocketSource`` is in its life, and its queued output.
-struct _SocketState {
+struct SocketState {
   enum Phase { case listening, connecting, connected, closed }
   var phase: Phase
   var output: [UInt8] = []

@@ -12,6 +12,6 @@ extension PrometheusEndpoint {
   /// let metrics = LoopMetrics(exportingTo: PrometheusEndpoint.metricsFactory(registry: registry))
   /// ```
   public static func metricsFactory(registry: PrometheusCollectorRegistry) -> any MetricsFactory {
-    _LoopMetricsNaming(registry: registry)
+    LoopMetricsNaming(registry: registry)
   }
 }

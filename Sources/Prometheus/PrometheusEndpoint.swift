@@ -89,7 +89,7 @@ public final class PrometheusEndpoint: Sendable {
     self.beforeScrape = beforeScrape
     // The accept call-out reaches the endpoint through this box, set just below: the
     // listener exists before `self` is complete.
-    let owner = _EndpointBox()
+    let owner = EndpointBox()
     listener = try SocketSource(listeningOn: endpoint, name: "metrics \(endpoint)") { _, fd in
       owner.endpoint?.accepted(fd)
     }
@@ -154,7 +154,7 @@ public final class PrometheusEndpoint: Sendable {
       Glibc.close(descriptor)
       return
     }
-    let exchange = _HTTPExchange()
+    let exchange = HTTPExchange()
     let connection = SocketSource(
       connected: descriptor, ownership: .owned, name: "metrics connection",
       onData: { [self] socket, bytes in received(bytes, on: socket, exchange) },
@@ -173,11 +173,11 @@ public final class PrometheusEndpoint: Sendable {
     }
   }
 
-  private func received(_ bytes: [UInt8], on socket: SocketSource, _ exchange: _HTTPExchange) {
+  private func received(_ bytes: [UInt8], on socket: SocketSource, _ exchange: HTTPExchange) {
     guard !exchange.answered else { return }
     exchange.buffer += bytes
     let response: [UInt8]
-    switch _HTTPRequestHead.parse(exchange.buffer) {
+    switch HTTPRequestHead.parse(exchange.buffer) {
     case .incomplete: return
     case .malformed: response = Self.response(status: "400 Bad Request", body: "bad request\n")
     case .tooLarge:
@@ -191,7 +191,7 @@ public final class PrometheusEndpoint: Sendable {
     socket.write(response)
   }
 
-  private func respond(to head: _HTTPRequestHead) -> [UInt8] {
+  private func respond(to head: HTTPRequestHead) -> [UInt8] {
     guard head.method == "GET" || head.method == "HEAD" else {
       return Self.response(
         status: "405 Method Not Allowed", body: "only GET and HEAD\n",
@@ -234,13 +234,13 @@ public final class PrometheusEndpoint: Sendable {
 
 /// The endpoint, reached by its listener's accept call-out; weak, so that the listener does
 /// not keep the endpoint alive.
-private final class _EndpointBox: @unchecked Sendable {
+private final class EndpointBox: @unchecked Sendable {
   // Unchecked: set once in the endpoint's init, before the listener is on a loop.
   weak var endpoint: PrometheusEndpoint?
 }
 
 /// One connection's request bytes so far; touched on the loop's thread only.
-final class _HTTPExchange: @unchecked Sendable {
+final class HTTPExchange: @unchecked Sendable {
   // Unchecked: only the connection's call-outs, all on one loop thread, touch it.
   var buffer: [UInt8] = []
   var answered = false

@@ -106,8 +106,8 @@ public final class LoopSpans: RunLoopInstrument {
     if let captured = captured as? ServiceContext { return captured }
     if let cause, let trace = cause.traceID, cause.span != 0 {
       var context = ServiceContext.topLevel
-      let carrier = [_TraceParent.key: _TraceParent.format(trace: trace, span: cause.span)]
-      InstrumentationSystem.instrument.extract(carrier, into: &context, using: _HeaderExtractor())
+      let carrier = [TraceParent.key: TraceParent.format(trace: trace, span: cause.span)]
+      InstrumentationSystem.instrument.extract(carrier, into: &context, using: HeaderExtractor())
       return context
     }
     return ServiceContext.current ?? .topLevel
@@ -121,7 +121,7 @@ public final class LoopSpans: RunLoopInstrument {
   /// ```
   public static func traceParentIDs(_ context: ServiceContext) -> CalloutIdentity? {
     var carrier: [String: String] = [:]
-    InstrumentationSystem.instrument.inject(context, into: &carrier, using: _HeaderInjector())
-    return carrier[_TraceParent.key].flatMap(_TraceParent.parse)
+    InstrumentationSystem.instrument.inject(context, into: &carrier, using: HeaderInjector())
+    return carrier[TraceParent.key].flatMap(TraceParent.parse)
   }
 }

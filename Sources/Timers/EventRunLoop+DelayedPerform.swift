@@ -39,7 +39,7 @@ extension EventRunLoop {
       block()
     }
     let request = DelayedPerform(key: key, timer: timer)
-    guard !modes.isEmpty, let scheduler = _TimerScheduler.of(self) else {
+    guard !modes.isEmpty, let scheduler = TimerScheduler.of(self) else {
       timer.invalidate()
       return request
     }
@@ -70,7 +70,7 @@ extension EventRunLoop {
   /// ```
   @discardableResult
   public func cancelDelayedPerforms(key: String) -> Int {
-    guard let scheduler = _TimerScheduler.existing(of: self) else { return 0 }
+    guard let scheduler = TimerScheduler.existing(of: self) else { return 0 }
     let timers = scheduler.state.withLock { $0.delayedByKey.removeValue(forKey: key) ?? [] }
     var cancelled = 0
     for timer in timers where timer.isValid {
@@ -81,7 +81,7 @@ extension EventRunLoop {
   }
 }
 
-extension _TimerScheduler {
+extension TimerScheduler {
   /// Removes a delayed perform's timer from its key's list (when it fires or is cancelled).
   func forget(_ timer: LoopTimer, key: String) {
     state.withLock { state in

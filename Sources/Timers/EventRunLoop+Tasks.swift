@@ -89,7 +89,7 @@ extension EventRunLoop {
     until deadline: ContinuousClock.Instant, tolerance: Duration = .zero,
     inModes modes: [LoopMode] = [.common]
   ) async throws {
-    let sleeper = _TimerSleeper()
+    let sleeper = TimerSleeper()
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation {
         (continuation: UnsafeContinuation<Void, any Error>) in
@@ -118,7 +118,7 @@ extension EventRunLoop {
 /// task exactly once. The timer's closure holds the sleeper and the sleeper the timer until
 /// the sleep ends (fired, cancelled, or its loop's thread exited): ending it lets go of
 /// both.
-final class _TimerSleeper: Sendable {
+final class TimerSleeper: Sendable {
   private struct State {
     var continuation: UnsafeContinuation<Void, any Error>?
     var timer: LoopTimer?

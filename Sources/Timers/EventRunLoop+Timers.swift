@@ -19,7 +19,7 @@ extension EventRunLoop {
   ///   (or a one-shot timer already fired), ``/RunLoopCore/RunLoopError/Code/loopThreadExited``
   ///   when this loop's thread has exited.
   public func add(_ timer: LoopTimer, mode: LoopMode) throws(RunLoopError) {
-    guard let scheduler = _TimerScheduler.of(self) else {
+    guard let scheduler = TimerScheduler.of(self) else {
       // Built only when thrown: describing the loop costs more than adding the timer.
       throw .loopThreadExited("\(self)'s thread has exited; timer '\(timer.name)' would never fire")
     }

@@ -43,14 +43,14 @@ public final class LoopTimer: @unchecked Sendable {
   // malloc's), in declaration order. The fields the heaps and cancellation touch come first,
   // next to the header's reference count, so that they share its cache line; the name and
   // handler, read only to fire, come last. Keep new fields out of here unless every timer
-  // needs them (they belong in `_TimerExtras`): 8 more bytes make the block 112.
+  // needs them (they belong in `TimerExtras`): 8 more bytes make the block 112.
 
   /// The scheduler of the loop the timer joined, set once by the first add and kept for
   /// life (so the timer never joins a second loop). A strong reference: the scheduler has no
   /// side table, so loading it costs a plain retain, where a weak reference took the slow
   /// path on every load. The cycle it makes with the scheduler's heaps is broken when the
   /// timer leaves them, and at the latest when the loop's thread exits (see
-  /// `_TimerSchedulerPlug`).
+  /// `TimerSchedulerPlug`).
   /// (The address of the scheduler, owning one retain; or `detached` (0), or `changing`
   /// (1) while a thread changes the schedule of a timer that belongs to no loop. Not
   /// `AtomicLazyReference`: its methods are generic calls that look its metadata up on every
@@ -64,11 +64,11 @@ public final class LoopTimer: @unchecked Sendable {
   // that lock. Both already make every access exclusive, so the run-time exclusivity check
   // (a call per access on the heaps' hot path) is off.
   /// The schedule (date, interval, tolerance) and the time left while suspended.
-  @exclusivity(unchecked) var packed: _PackedSchedule
+  @exclusivity(unchecked) var packed: PackedSchedule
   /// Insertion sequence: breaks ties of equal dates so that they fire in the order they
   /// were scheduled. Renewed whenever the date changes; 0 until first scheduled.
   @exclusivity(unchecked) var sequence: UInt64 = 0
-  /// The timer's position in its queue's heap, -1 when not linked (written by `_TimerHeap`).
+  /// The timer's position in its queue's heap, -1 when not linked (written by `TimerHeap`).
   @exclusivity(unchecked) var heapIndex: Int32 = -1
   /// The position of the queue of the timer's set of modes in its scheduler, `noQueue`
   /// while it is in no mode.
@@ -121,10 +121,10 @@ public final class LoopTimer: @unchecked Sendable {
     self.name = name
     self.handler = handler
     let tolerance = tolerance.attoseconds > 0 ? Self.clamped(tolerance, interval: interval) : .zero
-    var schedule = _TimerSchedule(
-      date: _TimerClock.offset(of: fireAt), interval: interval, tolerance: tolerance)
-    var packed = _PackedSchedule(schedule)
-    let now = _TimerClock.nowKey()
+    var schedule = TimerSchedule(
+      date: TimerClock.offset(of: fireAt), interval: interval, tolerance: tolerance)
+    var packed = PackedSchedule(schedule)
+    let now = TimerClock.nowKey()
     if packed.key <= now {
       schedule.date = .nanoseconds(now)
       packed.schedule = schedule
@@ -137,7 +137,7 @@ public final class LoopTimer: @unchecked Sendable {
 
   deinit {
     if let pointer = Self.schedulerAddress(attachment.load(ordering: .acquiring)) {
-      Unmanaged<_TimerScheduler>.fromOpaque(pointer).release()
+      Unmanaged<TimerScheduler>.fromOpaque(pointer).release()
     }
     packed.release()
   }
@@ -181,12 +181,12 @@ public final class LoopTimer: @unchecked Sendable {
   /// ```
   public var runLoop: EventRunLoop? { scheduler?.loop }
 
-  /// Whether the timer keeps part of its schedule in a `_TimerExtras` (for tests of the
+  /// Whether the timer keeps part of its schedule in a `TimerExtras` (for tests of the
   /// layout).
   var hasExtras: Bool { withScheduleState { _, _ in packed.hasExtras }.0 }
 
   /// The scheduler of the loop the timer joined (kept after that loop's thread exits).
-  var scheduler: _TimerScheduler? { attached() }
+  var scheduler: TimerScheduler? { attached() }
 
   /// The next scheduled fire date. Setting it reschedules the timer (a repeating timer's grid
   /// starts again from the new date); on an invalid timer, setting it does nothing. While
@@ -196,7 +196,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// timer.fireDate = .now + .seconds(5)  // postpone
   /// ```
   public var fireDate: ContinuousClock.Instant {
-    get { withScheduleState { _, _ in _TimerClock.instant(at: packed.schedule.date) }.0 }
+    get { withScheduleState { _, _ in TimerClock.instant(at: packed.schedule.date) }.0 }
     set { _ = reschedule(fireDate: newValue, tolerance: nil) }
   }
 
@@ -239,7 +239,7 @@ public final class LoopTimer: @unchecked Sendable {
     // The timer owns a retain of its scheduler for life, so the scheduler outlives this
     // call without one of its own (each retain and release is an atomic operation on the
     // scheduler, shared by all its timers).
-    Unmanaged<_TimerScheduler>.fromOpaque(pointer)._withUnsafeGuaranteedRef { scheduler in
+    Unmanaged<TimerScheduler>.fromOpaque(pointer)._withUnsafeGuaranteedRef { scheduler in
       let unlinked = scheduler.state.withLock { $0.unlink(self) }
       // A loop sleeping with nothing else to wait for should notice its mode is now empty.
       scheduler.wakeIfNeeded(unlinked)
@@ -281,7 +281,7 @@ public final class LoopTimer: @unchecked Sendable {
     let now = ContinuousClock.now
     let (unlinked, scheduler) = withScheduleState { state, attached -> Bool in
       guard packed.suspendedRemaining == nil else { return false }
-      packed.suspendedRemaining = max(.zero, _TimerClock.instant(at: packed.schedule.date) - now)
+      packed.suspendedRemaining = max(.zero, TimerClock.instant(at: packed.schedule.date) - now)
       guard attached else { return false }
       return state.unlink(self)
     }
@@ -305,7 +305,7 @@ public final class LoopTimer: @unchecked Sendable {
       // lock), or this sees the flag cleared.
       guard isValid, let remaining = packed.suspendedRemaining else { return false }
       packed.suspendedRemaining = nil
-      packed.schedule.date = _TimerClock.offset(of: now + remaining)
+      packed.schedule.date = TimerClock.offset(of: now + remaining)
       guard attached else { return false }
       sequence = state.takeSequence()
       return state.link(self)
@@ -327,15 +327,15 @@ public final class LoopTimer: @unchecked Sendable {
   /// not attached.
   @discardableResult
   private func withScheduleState<Result>(
-    _ body: (_ state: inout _SchedulerState, _ attached: Bool) -> Result
-  ) -> (Result, _TimerScheduler?) {
+    _ body: (_ state: inout SchedulerState, _ attached: Bool) -> Result
+  ) -> (Result, TimerScheduler?) {
     var waits = 0
     while true {
       if let scheduler = attached() { return (locked(scheduler, body), scheduler) }
       let (exchanged, found) = attachment.compareExchange(
         expected: Self.detached, desired: Self.changing, ordering: .acquiringAndReleasing)
       if exchanged {
-        var scratch = _SchedulerState()
+        var scratch = SchedulerState()
         let result = body(&scratch, false)
         attachment.store(Self.detached, ordering: .releasing)
         return (result, nil)
@@ -357,8 +357,8 @@ public final class LoopTimer: @unchecked Sendable {
   }
 
   private func locked<Result>(
-    _ scheduler: _TimerScheduler,
-    _ body: (_ state: inout _SchedulerState, _ attached: Bool) -> Result
+    _ scheduler: TimerScheduler,
+    _ body: (_ state: inout SchedulerState, _ attached: Bool) -> Result
   ) -> Result {
     scheduler.state.withLock { state in
       guard !state.exited else {
@@ -370,11 +370,11 @@ public final class LoopTimer: @unchecked Sendable {
   }
 
   /// The scheduler the timer joined, if any.
-  private func attached() -> _TimerScheduler? {
+  private func attached() -> TimerScheduler? {
     guard let pointer = Self.schedulerAddress(attachment.load(ordering: .acquiring)) else {
       return nil
     }
-    return Unmanaged<_TimerScheduler>.fromOpaque(pointer).takeUnretainedValue()
+    return Unmanaged<TimerScheduler>.fromOpaque(pointer).takeUnretainedValue()
   }
 
   /// The scheduler's address in an attachment word, or `nil` when the word says detached.
@@ -384,7 +384,7 @@ public final class LoopTimer: @unchecked Sendable {
 
   /// Joins `scheduler` (the scheduler of `loop`) in `mode`. Returns whether a wake-up
   /// deadline moved earlier.
-  func join(_ scheduler: _TimerScheduler, loop: EventRunLoop, mode: LoopMode)
+  func join(_ scheduler: TimerScheduler, loop: EventRunLoop, mode: LoopMode)
     throws(RunLoopError) -> Bool
   {
     let own = UInt(bitPattern: Unmanaged.passUnretained(scheduler).toOpaque())
@@ -403,7 +403,7 @@ public final class LoopTimer: @unchecked Sendable {
   /// Attaches the timer to `scheduler` unless it is attached already; returns the address
   /// of the scheduler it is attached to. Waits while another thread changes the detached
   /// schedule, so that the change is complete, and seen, before the join reads it.
-  private func attach(_ scheduler: _TimerScheduler) throws(RunLoopError) -> UInt {
+  private func attach(_ scheduler: TimerScheduler) throws(RunLoopError) -> UInt {
     // The retain the attachment owns for the timer's life, taken before the address is
     // published and given back if another scheduler's address got there first.
     let retained = Unmanaged.passRetained(scheduler)
@@ -451,7 +451,7 @@ public final class LoopTimer: @unchecked Sendable {
     let ((changed, earlier), scheduler) = withScheduleState { state, attached -> (Bool, Bool) in
       guard isValid else { return (false, false) }
       var schedule = packed.schedule
-      if let fireDate { schedule.date = _TimerClock.offset(of: fireDate) }
+      if let fireDate { schedule.date = TimerClock.offset(of: fireDate) }
       if let tolerance { schedule.tolerance = tolerance }
       guard attached, packed.suspendedRemaining == nil else {
         // Only a suspended timer keeps its new date as time left: the clock is read then.

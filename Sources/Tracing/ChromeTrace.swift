@@ -29,7 +29,7 @@ public enum ChromeTrace {
   /// The Chrome Trace Event objects for `records`, in timestamp order per thread: what
   /// ``json(from:)`` serialises.
   package static func events(from records: [TraceRecord]) -> [[String: any Sendable]] {
-    var converter = _ChromeEventConverter()
+    var converter = ChromeEventConverter()
     var events: [[String: any Sendable]] = []
     for record in records { converter.add(record) { events.append($0.dictionary) } }
     converter.finish { events.append($0.dictionary) }
@@ -81,7 +81,7 @@ public enum ChromeTrace {
   public static func write(from readers: [TraceLogReader], toFileAt path: String)
     throws(RunLoopError) -> (events: Int, flows: Int, causesNotFound: Int)
   {
-    var converter = _ChromeEventConverter()
+    var converter = ChromeEventConverter()
     let events = try writeDocument(toFileAt: path) { emit, failed throws(RunLoopError) in
       // One converter for all: an arrow's cause may be in any log, before or after it.
       for reader in readers {
@@ -104,12 +104,12 @@ public enum ChromeTrace {
   /// many events there were.
   private static func writeDocument(
     toFileAt path: String,
-    _ body: (_ emit: (_ChromeEvent) -> Void, _ failed: () -> Bool) throws(RunLoopError) -> Void
+    _ body: (_ emit: (ChromeEvent) -> Void, _ failed: () -> Bool) throws(RunLoopError) -> Void
   ) throws(RunLoopError) -> Int {
     let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
     guard descriptor >= 0 else { throw RunLoopError.systemCall("open(\(path))", errno: errno) }
     defer { close(descriptor) }
-    let buffer = _LineBuffer()
+    let buffer = LineBuffer()
     var count = 0
     var failure: Int32 = 0
     func flush() {
@@ -125,7 +125,7 @@ public enum ChromeTrace {
       }
       buffer.removeAll()
     }
-    func emit(_ event: _ChromeEvent) {
+    func emit(_ event: ChromeEvent) {
       buffer.write(count == 0 ? "\n" : ",\n")
       event.appendJSON(to: buffer)
       count += 1
@@ -167,7 +167,7 @@ public enum ChromeTrace {
 
 /// One Chrome Trace Event: as a dictionary (``ChromeTrace/events(from:)``) or as JSON bytes
 /// (``ChromeTrace/write(from:toFileAt:)``), from the same fields.
-struct _ChromeEvent {
+struct ChromeEvent {
   enum Value {
     case int(Int)
     case double(Double)
@@ -197,7 +197,7 @@ struct _ChromeEvent {
     return result
   }
 
-  func appendJSON(to buffer: _LineBuffer) {
+  func appendJSON(to buffer: LineBuffer) {
     func append(_ pairs: [(String, Value)]) {
       for (index, (key, value)) in pairs.enumerated() {
         if index > 0 { buffer.write(UInt8(ascii: ",")) }
@@ -235,7 +235,7 @@ struct _ChromeEvent {
 
 /// Turns records into Chrome Trace Events one at a time, keeping only the threads named so
 /// far, each thread's open runs and, for the flow arrows, a bounded window of call-outs.
-struct _ChromeEventConverter {
+struct ChromeEventConverter {
   /// When set, each process gets a `process_name` event: `pid N: LABEL` (the log's file
   /// name, when several logs are exported together).
   var processLabel: String?
@@ -244,20 +244,20 @@ struct _ChromeEventConverter {
   private var open: [Int32: [Int32]] = [:]  // tid: the pid of each open run
   private var lastTimestamp: [Int32: Int64] = [:]
   /// The arrows drawn, and the call-outs whose cause was not found, so far.
-  private(set) var flows = _CauseFlows()
+  private(set) var flows = CauseFlows()
 
-  mutating func add(_ record: TraceRecord, _ emit: (_ChromeEvent) -> Void) {
+  mutating func add(_ record: TraceRecord, _ emit: (ChromeEvent) -> Void) {
     let pid = Int(record.pid)
     let tid = Int(record.tid)
     if let processLabel, namedProcesses.insert(record.pid).inserted {
       emit(
-        _ChromeEvent(
+        ChromeEvent(
           fields: [("ph", .string("M")), ("name", .string("process_name")), ("pid", .int(pid))],
           args: [("name", .string("pid \(pid): \(processLabel)"))]))
     }
     if named.insert(record.tid).inserted {
       emit(
-        _ChromeEvent(
+        ChromeEvent(
           fields: [
             ("ph", .string("M")), ("name", .string("thread_name")), ("pid", .int(pid)),
             ("tid", .int(tid)),
@@ -265,11 +265,11 @@ struct _ChromeEventConverter {
           args: [("name", .string("\(record.thread) (loop \(record.loop))"))]))
     }
     lastTimestamp[record.tid] = max(lastTimestamp[record.tid] ?? 0, record.endTimestamp)
-    let base: [(String, _ChromeEvent.Value)] = [
+    let base: [(String, ChromeEvent.Value)] = [
       ("pid", .int(pid)), ("tid", .int(tid)),
       ("ts", .double(ChromeTrace.microseconds(record.timestamp))),
     ]
-    var args: [(String, _ChromeEvent.Value)] = [
+    var args: [(String, ChromeEvent.Value)] = [
       ("loop", .int(Int(clamping: record.loop))), ("mode", .string(record.mode)),
       ("iteration", .int(Int(clamping: record.iteration))), ("depth", .int(record.depth)),
       ("seq", .int(Int(clamping: record.seq))),
@@ -279,7 +279,7 @@ struct _ChromeEventConverter {
     case .activity where record.activity == "entry":
       open[record.tid, default: []].append(record.pid)
       emit(
-        _ChromeEvent(
+        ChromeEvent(
           fields: [
             ("ph", .string("B")), ("name", .string("run \(record.mode)")), ("cat", .string("run")),
           ]
@@ -287,10 +287,10 @@ struct _ChromeEventConverter {
     case .activity where record.activity == "exit":
       guard open[record.tid]?.popLast() != nil else { return }
       emit(
-        _ChromeEvent(fields: [("ph", .string("E")), ("cat", .string("run"))] + base, args: args))
+        ChromeEvent(fields: [("ph", .string("E")), ("cat", .string("run"))] + base, args: args))
     case .activity:
       emit(
-        _ChromeEvent(
+        ChromeEvent(
           fields: [
             ("ph", .string("i")), ("s", .string("t")),
             ("name", .string(record.activity ?? "activity")), ("cat", .string("activity")),
@@ -304,7 +304,7 @@ struct _ChromeEventConverter {
       if let causePid = record.causePid { args.append(("cause_pid", .int(Int(causePid)))) }
       if let trace = record.trace { args.append(("trace", .string(trace))) }
       emit(
-        _ChromeEvent(
+        ChromeEvent(
           fields: [
             ("ph", .string("X")),
             ("name", .string("\(record.calloutKind ?? "callout"): \(record.calloutName ?? "")")),
@@ -317,7 +317,7 @@ struct _ChromeEventConverter {
       }
     case .sleep:
       emit(
-        _ChromeEvent(
+        ChromeEvent(
           fields: [
             ("ph", .string("X")), ("name", .string("sleep")), ("cat", .string("sleep")),
             ("dur", .double(ChromeTrace.microseconds(record.duration ?? 0))),
@@ -328,7 +328,7 @@ struct _ChromeEventConverter {
       if let wchan = record.wchan { args.append(("wchan", .string(wchan))) }
       args.append(("awake_ms", .double(Double(record.duration ?? 0) / 1e6)))
       emit(
-        _ChromeEvent(
+        ChromeEvent(
           fields: [
             ("ph", .string("i")), ("s", .string("t")),
             ("name", .string("stall: \(record.calloutKind ?? "-") \(record.calloutName ?? "")")),
@@ -339,7 +339,7 @@ struct _ChromeEventConverter {
       // The log's writer lost records here: a mark on the writer's thread.
       args.append(("lost", .int(Int(clamping: record.lost ?? 0))))
       emit(
-        _ChromeEvent(
+        ChromeEvent(
           fields: [
             ("ph", .string("i")), ("s", .string("p")),
             ("name", .string("\(record.lost ?? 0) records lost")), ("cat", .string("loss")),
@@ -347,7 +347,7 @@ struct _ChromeEventConverter {
     case .recovery:
       // The whole time the loop was awake, from waking to sleeping again.
       emit(
-        _ChromeEvent(
+        ChromeEvent(
           fields: [
             ("ph", .string("X")), ("name", .string("stalled")), ("cat", .string("stall")),
             ("dur", .double(ChromeTrace.microseconds(record.duration ?? 0))),
@@ -356,11 +356,11 @@ struct _ChromeEventConverter {
   }
 
   /// Closes the runs the trace ended inside of.
-  mutating func finish(_ emit: (_ChromeEvent) -> Void) {
+  mutating func finish(_ emit: (ChromeEvent) -> Void) {
     for (tid, pids) in open {
       for pid in pids.reversed() {
         emit(
-          _ChromeEvent(
+          ChromeEvent(
             fields: [
               ("ph", .string("E")), ("cat", .string("run")), ("pid", .int(Int(pid))),
               ("tid", .int(Int(tid))),
@@ -376,7 +376,7 @@ struct _ChromeEventConverter {
 /// record may come before or after its effects': a record is made when its call-out ends),
 /// in bounded memory: the last `limit` call-outs, and as many effects waiting for a cause
 /// not seen yet.
-struct _CauseFlows {
+struct CauseFlows {
   /// A call-out in a process: what an effect's `cause_span` (and `cause_pid`) names.
   struct Key: Hashable {
     let pid: Int32
@@ -392,7 +392,7 @@ struct _CauseFlows {
     /// another), if it names one: a cause span of zeros means work made outside any
     /// call-out, with no slice to start an arrow from.
     init?(causeOf record: TraceRecord) {
-      guard let span = record.causeSpan, span != _CauseFlows.noSpan else { return nil }
+      guard let span = record.causeSpan, span != CauseFlows.noSpan else { return nil }
       self.init(pid: record.causePid ?? record.pid, span: span)
     }
 
@@ -423,14 +423,14 @@ struct _CauseFlows {
     let cause: Anchor
     let effect: Anchor
 
-    func event(phase: String, at anchor: Anchor) -> _ChromeEvent {
-      var fields: [(String, _ChromeEvent.Value)] = [
+    func event(phase: String, at anchor: Anchor) -> ChromeEvent {
+      var fields: [(String, ChromeEvent.Value)] = [
         ("ph", .string(phase)), ("id", .int(id)), ("name", .string("cause")),
         ("cat", .string("flow")), ("pid", .int(Int(anchor.pid))), ("tid", .int(Int(anchor.tid))),
         ("ts", .double(ChromeTrace.microseconds(anchor.timestamp))),
       ]
       if phase == "f" { fields.append(("bp", .string("e"))) }
-      return _ChromeEvent(fields: fields, args: nil)
+      return ChromeEvent(fields: fields, args: nil)
     }
   }
 

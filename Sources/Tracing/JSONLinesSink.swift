@@ -32,7 +32,7 @@ import RunLoopCore
 /// // ... run the loop ...
 /// tracer.close()  // detaches, writes what is queued, closes the file
 /// ```
-public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
+public final class JSONLinesSink: TraceSink, TraceEventSink, Sendable {
   /// The file written to, or `nil` for a descriptor given by the caller.
   ///
   /// ```swift
@@ -45,9 +45,9 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
   /// let timeout = sink.closeTimeout
   /// ```
   public let closeTimeout: Duration
-  private let file: _JSONLinesFile
-  private let writer: _WriterThread<_TraceItem>
-  private let sources: _TraceSources
+  private let file: JSONLinesFile
+  private let writer: WriterThread<TraceItem>
+  private let sources: TraceSources
 
   /// Creates (or truncates, or with `append` extends) the file at `path`, locks it and starts
   /// the writer thread.
@@ -85,7 +85,7 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
   public convenience init(path: String, append: Bool = false, closeTimeout: Duration = .seconds(10))
     throws(RunLoopError)
   {
-    let descriptor = try _JSONLinesFile.open(path, truncating: !append)
+    let descriptor = try JSONLinesFile.open(path, truncating: !append)
     self.init(ownedDescriptor: descriptor, path: path, closeTimeout: closeTimeout)
   }
 
@@ -115,11 +115,11 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
   private init(ownedDescriptor descriptor: Int32, path: String?, closeTimeout: Duration) {
     self.path = path
     self.closeTimeout = closeTimeout
-    let sources = _TraceSources()
+    let sources = TraceSources()
     self.sources = sources
-    let file = _JSONLinesFile(descriptor: descriptor, path: path, sources: sources)
+    let file = JSONLinesFile(descriptor: descriptor, path: path, sources: sources)
     self.file = file
-    self.writer = _WriterThread(
+    self.writer = WriterThread(
       name: "trace-json", capacity: nil, write: { file.write($0) }, finish: { file.close() })
     writer.start()
   }
@@ -134,11 +134,11 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
     writer.enqueue(.record(record))
   }
 
-  package func _register(_ strings: _TraceStrings) -> UInt32 {
+  package func _register(_ strings: TraceStrings) -> UInt32 {
     sources.register(strings)
   }
 
-  package func _enqueue(_ event: _TraceEvent) {
+  package func _enqueue(_ event: TraceEvent) {
     writer.enqueue(.event(event))
   }
 
@@ -238,7 +238,7 @@ public final class JSONLinesSink: TraceSink, _TraceEventSink, Sendable {
 
 /// The open descriptor: written and closed by the writer thread only, so no lock is held
 /// across the blocking I/O. Only the counts are shared.
-final class _JSONLinesFile: @unchecked Sendable {
+final class JSONLinesFile: @unchecked Sendable {
   // Unchecked: each `var` below says why it needs no lock (set once in init, before the
   // object is shared, or touched on one thread only); the rest is locked or atomic.
   struct Counts {
@@ -281,16 +281,16 @@ final class _JSONLinesFile: @unchecked Sendable {
   private var lastSource: UInt32?
   // Touched by the writer thread only: the bytes of a batch and where its lines end, kept
   // between batches; the encoder of the tracers' events.
-  private let buffer = _LineBuffer()
+  private let buffer = LineBuffer()
   private var lineEnds: [Int] = []
-  private var encoder: _JSONEventEncoder
+  private var encoder: JSONEventEncoder
   // Guarded by its own lock, never held across I/O: what was written and lost.
   private let state = GuardedState(Counts())
 
-  init(descriptor: Int32, path: String?, sources: _TraceSources) {
+  init(descriptor: Int32, path: String?, sources: TraceSources) {
     self.descriptor = descriptor
     self.path = path
-    self.encoder = _JSONEventEncoder(sources: sources)
+    self.encoder = JSONEventEncoder(sources: sources)
     (regular, chunkLimit, expectedSize) = Self.describe(descriptor)
   }
 
@@ -366,7 +366,7 @@ final class _JSONLinesFile: @unchecked Sendable {
 
   var counts: Counts { state.withLock { $0 } }
 
-  func write(_ batch: Deque<_TraceItem>) {
+  func write(_ batch: Deque<TraceItem>) {
     if !sigpipeBlocked {
       // On the writer thread (ours): a pipe whose reader is gone makes write(2) fail with
       // EPIPE, counted like any write error, instead of SIGPIPE killing the process.
@@ -570,7 +570,7 @@ final class _JSONLinesFile: @unchecked Sendable {
       wallTime: Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec), pid: getpid(),
       tid: crl_current_tid(), thread: "trace-json", loop: 0,
       mode: "", iteration: 0, depth: 0, lost: unreportedLoss)
-    let line = _LineBuffer(capacity: 512)
+    let line = LineBuffer(capacity: 512)
     record.appendJSONLine(to: line)
     let (done, error) = writeChunk(line.bytes.baseAddress!, line.count)
     guard error == 0 else {

@@ -103,7 +103,7 @@ public struct LoopContext: Sendable, Hashable {
   /// ```
   public static var current: LoopContext? {
     guard isPublished else { return nil }
-    return _LoopContextSlot.existing?.context
+    return LoopContextSlot.existing?.context
   }
 }
 

@@ -9,7 +9,7 @@ extension LoopTracer: StallReporter {
     return emitWhole { seq in
       TraceRecord(
         run: runID, seq: seq, record: report.kind == .stall ? .stall : .recovery,
-        timestamp: report.awakeSince, wallTime: _TraceClock.wallNow(), pid: getpid(),
+        timestamp: report.awakeSince, wallTime: TraceClock.wallNow(), pid: getpid(),
         tid: report.tid, thread: thread, loop: report.loop, mode: report.mode,
         iteration: report.iteration, depth: report.depth, calloutKind: report.calloutKind,
         calloutName: report.calloutName, duration: report.awakeFor,

@@ -56,13 +56,13 @@ public final class LoopTracer: RunLoopInstrument, Sendable {
   }
 
   // The tracer's strings, record numbers and thread names, under one lock.
-  private let strings: _TraceStrings
+  private let strings: TraceStrings
   // The sinks of this package take compact events (their writer threads build the
   // records); any other sink takes whole records built here, on the loop thread.
-  private let eventSinks: [(sink: any _TraceEventSink, source: UInt32)]
+  private let eventSinks: [(sink: any TraceEventSink, source: UInt32)]
   private let recordSinks: [any TraceSink]
   // Where the tracer is attached, and whether it was closed.
-  private let attachments = _Attachments()
+  private let attachments = Attachments()
 
   /// Creates a tracer that sends its records to `sinks`.
   ///
@@ -77,12 +77,12 @@ public final class LoopTracer: RunLoopInstrument, Sendable {
     self.sinks = sinks
     let runID = runID ?? String(UInt64.random(in: 1...UInt64.max), radix: 16)
     self.runID = runID
-    let strings = _TraceStrings(runID: runID, processID: getpid())
+    let strings = TraceStrings(runID: runID, processID: getpid())
     self.strings = strings
-    var eventSinks: [(sink: any _TraceEventSink, source: UInt32)] = []
+    var eventSinks: [(sink: any TraceEventSink, source: UInt32)] = []
     var recordSinks: [any TraceSink] = []
     for sink in sinks {
-      if let eventSink = sink as? any _TraceEventSink {
+      if let eventSink = sink as? any TraceEventSink {
         eventSinks.append((eventSink, eventSink._register(strings)))
       } else {
         recordSinks.append(sink)
@@ -186,9 +186,9 @@ public final class LoopTracer: RunLoopInstrument, Sendable {
   /// ```
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
     if _loopContextPublished.load(ordering: .relaxed) {
-      _LoopContextSlot.forCurrentThread.reach(activity, run: runID, info)
+      LoopContextSlot.forCurrentThread.reach(activity, run: runID, info)
     }
-    var event = makeEvent(.activity, loop, info, timestamp: _TraceClock.monotonicNow())
+    var event = makeEvent(.activity, loop, info, timestamp: TraceClock.monotonicNow())
     event.activity = activity.rawValue
     send(&event, mode: info.mode.name)
   }
@@ -203,7 +203,7 @@ public final class LoopTracer: RunLoopInstrument, Sendable {
     _ loop: EventRunLoop, willCallOut kind: CalloutKind, name: String, _ info: LoopPassInfo
   ) {
     guard _loopContextPublished.load(ordering: .relaxed) else { return }
-    _LoopContextSlot.forCurrentThread.beginCallout(
+    LoopContextSlot.forCurrentThread.beginCallout(
       kind: kind.name, name: name, run: runID, info)
   }
 
@@ -215,13 +215,13 @@ public final class LoopTracer: RunLoopInstrument, Sendable {
   public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
   {
     if _loopContextPublished.load(ordering: .relaxed) {
-      _LoopContextSlot.existing?.endCallout()
+      LoopContextSlot.existing?.endCallout()
     }
     var event = makeEvent(
-      .callout, loop, info, timestamp: _TraceClock.nanoseconds(of: callout.start))
-    event.duration = _TraceClock.nanoseconds(callout.duration)
+      .callout, loop, info, timestamp: TraceClock.nanoseconds(of: callout.start))
+    event.duration = TraceClock.nanoseconds(callout.duration)
     if let due = callout.dueAt {
-      event.dueAt = _TraceClock.nanoseconds(of: due)
+      event.dueAt = TraceClock.nanoseconds(of: due)
       event.hasDue = true
     }
     event.span = callout.span
@@ -239,18 +239,18 @@ public final class LoopTracer: RunLoopInstrument, Sendable {
     _ loop: EventRunLoop, didSleepFrom start: ContinuousClock.Instant,
     to end: ContinuousClock.Instant, _ info: LoopPassInfo
   ) {
-    var event = makeEvent(.sleep, loop, info, timestamp: _TraceClock.nanoseconds(of: start))
-    event.duration = _TraceClock.nanoseconds(end - start)
+    var event = makeEvent(.sleep, loop, info, timestamp: TraceClock.nanoseconds(of: start))
+    event.duration = TraceClock.nanoseconds(end - start)
     send(&event, mode: info.mode.name)
   }
 
   private func makeEvent(
     _ kind: TraceRecord.Kind, _ loop: EventRunLoop, _ info: LoopPassInfo, timestamp: Int64
-  ) -> _TraceEvent {
-    var event = _TraceEvent(
-      kind: kind, seq: 0, timestamp: timestamp, wallTime: _TraceClock.wallNow(),
+  ) -> TraceEvent {
+    var event = TraceEvent(
+      kind: kind, seq: 0, timestamp: timestamp, wallTime: TraceClock.wallNow(),
       loop: info.loopID, iteration: info.iteration, depth: info.depth, tid: loop.threadID,
-      thread: _TraceEvent.none, mode: _TraceEvent.none)
+      thread: TraceEvent.none, mode: TraceEvent.none)
     // Out of range (a combination of activities reports 0) means no step.
     if (1...10).contains(info.step) { event.step = UInt8(info.step) }
     return event
@@ -262,7 +262,7 @@ public final class LoopTracer: RunLoopInstrument, Sendable {
   /// `/proc` at every record would cost the loop too much); it is forgotten when the
   /// thread's loop exits.
   private func send(
-    _ event: inout _TraceEvent, mode: String, calloutKind: String? = nil,
+    _ event: inout TraceEvent, mode: String, calloutKind: String? = nil,
     calloutName: String? = nil
   ) {
     // The events go into the sinks' queues under the table's lock, the same lock
@@ -283,7 +283,7 @@ public final class LoopTracer: RunLoopInstrument, Sendable {
         thread: strings.threadName(event.tid), loop: event.loop, mode: mode,
         iteration: event.iteration, depth: event.depth,
         step: event.step == 0 ? nil : Int(event.step),
-        activity: event.kind == .activity ? _TraceStrings.activityName(event.activity) : nil,
+        activity: event.kind == .activity ? TraceStrings.activityName(event.activity) : nil,
         calloutKind: calloutKind, calloutName: calloutName,
         duration: event.kind == .activity ? nil : event.duration,
         dueAt: event.hasDue ? event.dueAt : nil,

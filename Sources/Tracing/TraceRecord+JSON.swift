@@ -6,15 +6,15 @@ extension TraceRecord {
   /// print(record.jsonLine, terminator: "")
   /// ```
   public var jsonLine: String {
-    let buffer = _LineBuffer(capacity: 512)
+    let buffer = LineBuffer(capacity: 512)
     appendJSONLine(to: buffer)
     return String(decoding: buffer.bytes, as: UTF8.self)
   }
 
   // Hand-written rather than JSONEncoder: a fixed key order (the schema's) makes the log
   // easy to read and to diff, and it is many times faster on the writer thread. The JSON
-  // sink writes a tracer's events with `_JSONEventEncoder`, which must write the same bytes.
-  func appendJSONLine(to buffer: _LineBuffer) {
+  // sink writes a tracer's events with `JSONEventEncoder`, which must write the same bytes.
+  func appendJSONLine(to buffer: LineBuffer) {
     buffer.reserve(512)
     buffer.write(#"{"v":"#)
     buffer.writeDecimal(Int64(version))

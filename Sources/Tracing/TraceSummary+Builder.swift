@@ -117,7 +117,7 @@ extension TraceSummary {
     private mutating func newHistogram() -> Histogram<UInt64>? {
       guard histograms < Self.histogramLimit else { return nil }
       histograms += 1
-      return _LoopAccumulator.makeHistogram()
+      return LoopAccumulator.makeHistogram()
     }
 
     private mutating func add(_ record: TraceRecord, to totals: inout Totals) {
@@ -201,8 +201,8 @@ extension TraceSummary {
               totals.callouts.values.sorted {
                 ($0.totalNanoseconds, $1.name) > ($1.totalNanoseconds, $0.name)
               }.prefix(top)),
-            timerLateness: _LoopAccumulator.latency(
-              totals.lateness ?? _LoopAccumulator.makeHistogram()))
+            timerLateness: LoopAccumulator.latency(
+              totals.lateness ?? LoopAccumulator.makeHistogram()))
           // A run open at the end counts to the last record; a trace that saw no entry or
           // exit lies inside one run.
           var inRuns = totals.inRuns
@@ -211,7 +211,7 @@ extension TraceSummary {
           }
           loop.runNanoseconds =
             totals.sawRunEdge ? inRuns : totals.last.saturatingSubtracting(totals.first)
-          loop.delays = totals.delays.mapValues(_LoopAccumulator.latency)
+          loop.delays = totals.delays.mapValues(LoopAccumulator.latency)
           loop.stalls = totals.stalls
           loop.calloutsUnderOtherNames = totals.otherNames
           loop.delaysNotRecorded = totals.delaysNotRecorded

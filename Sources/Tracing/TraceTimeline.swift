@@ -143,7 +143,7 @@ public enum TraceTimeline {
   /// let svg = TraceTimeline.svg(from: records, options: .init(from: 0, to: 20_000_000))
   /// ```
   public static func svg(from records: [TraceRecord], options: Options) -> String {
-    _TimelineDrawing(records: records, spans: spans(from: records), options: options).svg()
+    TimelineDrawing(records: records, spans: spans(from: records), options: options).svg()
   }
 
   static func color(_ state: Span.State) -> String {

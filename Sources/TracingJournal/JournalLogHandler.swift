@@ -71,7 +71,7 @@ public struct JournalLogHandler: LogHandler {
   /// ```
   public var metadataProvider: Logger.MetadataProvider?
 
-  private let transport: _JournalTransport
+  private let transport: JournalTransport
 
   /// Creates a handler.
   ///
@@ -92,7 +92,7 @@ public struct JournalLogHandler: LogHandler {
     self.identifier = identifier ?? label
     self.destination = destination
     self.metadataProvider = metadataProvider
-    self.transport = _JournalTransport(destination)
+    self.transport = JournalTransport(destination)
   }
 
   /// One metadata value.

@@ -52,7 +52,7 @@ extension JournalSink {
 }
 
 /// The token bucket of a ``JournalSink/RateLimit``; used on the writer thread only.
-struct _TokenBucket {
+struct TokenBucket {
   private let capacity: Double
   private let perNanosecond: Double
   private var tokens: Double

@@ -31,7 +31,7 @@ import RunLoopTracing
 /// ```
 ///
 /// Then `journalctl -t my-service -o json` shows the entries.
-public final class JournalSink: TraceSink, _TraceEventSink, Sendable {
+public final class JournalSink: TraceSink, TraceEventSink, Sendable {
   /// The `SYSLOG_IDENTIFIER` of every entry.
   ///
   /// ```swift
@@ -57,8 +57,8 @@ public final class JournalSink: TraceSink, _TraceEventSink, Sendable {
   /// ```
   public let rateLimit: RateLimit?
 
-  private let emitter: _JournalEmitter
-  private let writer: _WriterThread<_TraceItem>
+  private let emitter: JournalEmitter
+  private let writer: WriterThread<TraceItem>
 
   /// Creates the sink and starts its writer thread.
   ///
@@ -99,13 +99,13 @@ public final class JournalSink: TraceSink, _TraceEventSink, Sendable {
     self.destination = destination
     self.capacity = max(1, capacity)
     self.rateLimit = rateLimit
-    let emitter = _JournalEmitter(
-      identifier: identifier, transport: _JournalTransport(destination),
+    let emitter = JournalEmitter(
+      identifier: identifier, transport: JournalTransport(destination),
       extraFields: extraFields.sorted { $0.key < $1.key }, rateLimit: rateLimit)
     self.emitter = emitter
     // The loop thread queues compact events from a tracer; the writer thread builds their
     // records (the strings included) before it sends them.
-    let writer = _WriterThread<_TraceItem>(name: "trace-journal", capacity: self.capacity) {
+    let writer = WriterThread<TraceItem>(name: "trace-journal", capacity: self.capacity) {
       batch in emitter.send(emitter.sources.records(batch))
     }
     self.writer = writer
@@ -123,11 +123,11 @@ public final class JournalSink: TraceSink, _TraceEventSink, Sendable {
     writer.enqueue(.record(record))
   }
 
-  package func _register(_ strings: _TraceStrings) -> UInt32 {
+  package func _register(_ strings: TraceStrings) -> UInt32 {
     emitter.sources.register(strings)
   }
 
-  package func _enqueue(_ event: _TraceEvent) {
+  package func _enqueue(_ event: TraceEvent) {
     writer.enqueue(.event(event))
   }
 
@@ -207,14 +207,14 @@ public final class JournalSink: TraceSink, _TraceEventSink, Sendable {
 }
 
 /// Turns records into journal entries and sends them, on the writer thread.
-final class _JournalEmitter: @unchecked Sendable {
+final class JournalEmitter: @unchecked Sendable {
   // Unchecked: each `var` below says why it needs no lock (set once in init, before the
   // object is shared, or touched on one thread only); the rest is locked or atomic.
   let identifier: String
-  let transport: _JournalTransport
+  let transport: JournalTransport
   let extraFields: [(key: String, value: String)]
   // The string tables of the tracers feeding the sink.
-  let sources = _TraceSources()
+  let sources = TraceSources()
   // Set once, right after init, before the writer thread starts.
   var dropCounter: @Sendable () -> UInt64 = { 0 }
   // Guarded by its own lock: delivery counts.
@@ -243,16 +243,16 @@ final class _JournalEmitter: @unchecked Sendable {
   private static let absenceNoted = GuardedState<Set<String>>([])
 
   // Touched by the writer thread only: the rate limit's bucket.
-  private var bucket: _TokenBucket?
+  private var bucket: TokenBucket?
 
   init(
-    identifier: String, transport: _JournalTransport, extraFields: [(key: String, value: String)],
+    identifier: String, transport: JournalTransport, extraFields: [(key: String, value: String)],
     rateLimit: JournalSink.RateLimit?
   ) {
     self.identifier = identifier
     self.transport = transport
     self.extraFields = extraFields
-    self.bucket = rateLimit.map(_TokenBucket.init)
+    self.bucket = rateLimit.map(TokenBucket.init)
   }
 
   func send(_ batch: [TraceRecord]) {
@@ -435,7 +435,7 @@ final class _JournalEmitter: @unchecked Sendable {
 }
 
 /// Sends one entry: through `sd_journal_sendv`, or as one native-protocol datagram.
-struct _JournalTransport: Sendable {
+struct JournalTransport: Sendable {
   let destination: JournalSink.Destination
 
   init(_ destination: JournalSink.Destination) {

@@ -70,7 +70,7 @@ struct TraceDeliveryTests {
   @Test func enqueueIsNotHeldUpByTheWriterTakingABigBacklog() throws {
     let gate = DispatchSemaphore(value: 0)
     let firstBatch = GuardedState(true)
-    let writer = _WriterThread<TraceRecord>(name: "w", capacity: nil) { _ in
+    let writer = WriterThread<TraceRecord>(name: "w", capacity: nil) { _ in
       if firstBatch.withLock({
         let first = $0
         $0 = false

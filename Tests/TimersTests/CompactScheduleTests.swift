@@ -119,7 +119,7 @@ struct CompactScheduleTests {
       handlerCapture.set(capture)
       let timer = try LoopTimer(fireAt: .now + .seconds(3600)) { _ in _ = capture }
       try loop.add(timer, mode: .default)
-      scheduler.set(try #require(_TimerScheduler.existing(of: loop)))
+      scheduler.set(try #require(TimerScheduler.existing(of: loop)))
       return timer
     }
     // The thread exited: the scheduler let go of the timer, which is invalid; the timer

@@ -75,30 +75,30 @@ func keepAlive(_ loop: EventRunLoop, mode: LoopMode) throws -> LoopTimer {
 
 /// Whether the scheduler of `loop` has well-formed heaps.
 func heapsAreConsistent(_ loop: EventRunLoop) -> Bool {
-  _TimerScheduler.of(loop)?.state.withLock { $0.isConsistent() } ?? false
+  TimerScheduler.of(loop)?.state.withLock { $0.isConsistent() } ?? false
 }
 
 /// How many timers are in `mode`'s heaps of `loop`'s scheduler (0 when it has none).
 func scheduledCount(_ loop: EventRunLoop, mode: LoopMode) -> Int {
-  _TimerScheduler.existing(of: loop)?.state.withLock { $0.count(in: mode) } ?? 0
+  TimerScheduler.existing(of: loop)?.state.withLock { $0.count(in: mode) } ?? 0
 }
 
 /// How many timers with tolerance are linked in `mode` of `loop`'s scheduler (the queues
 /// count them: the rule for tolerance needs the walk only where they are).
 func tolerantCount(_ loop: EventRunLoop, mode: LoopMode) -> Int {
-  _TimerScheduler.existing(of: loop)?.state.withLock { state in
+  TimerScheduler.existing(of: loop)?.state.withLock { state in
     state.queues.reduce(0) { $0 + ($1.modes.contains(mode) ? $1.tolerantCount : 0) }
   } ?? 0
 }
 
 /// How many delayed performs `loop`'s scheduler keeps under `key` (0 when it has none).
 func keptDelayedPerforms(_ loop: EventRunLoop, key: String) -> Int {
-  _TimerScheduler.existing(of: loop)?.state.withLock { $0.delayedByKey[key]?.count ?? 0 } ?? 0
+  TimerScheduler.existing(of: loop)?.state.withLock { $0.delayedByKey[key]?.count ?? 0 } ?? 0
 }
 
 /// Whether `loop` has a timer scheduler plugged in.
 func hasTimerScheduler(_ loop: EventRunLoop) -> Bool {
-  _TimerScheduler.existing(of: loop) != nil
+  TimerScheduler.existing(of: loop) != nil
 }
 
 /// An object whose lifetime tests watch.

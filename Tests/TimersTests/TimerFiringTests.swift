@@ -386,7 +386,7 @@ struct TimerFiringTests {
       let now = ContinuousClock.now
       // A step at a time, this would take about 9e18 steps.
       let far = now - .seconds(Int64.max)
-      let next = _TimerClock.nextGridPoint(from: far, after: now, interval: .seconds(1))
+      let next = TimerClock.nextGridPoint(from: far, after: now, interval: .seconds(1))
       result.withLock { $0 = (now, next) }
       done.withLock { $0 = true }
     }
@@ -404,7 +404,7 @@ struct TimerFiringTests {
     let interval = Duration.nanoseconds(333_333_337)
     let base = ContinuousClock.now
     func gridPoint(after now: ContinuousClock.Instant) -> ContinuousClock.Instant {
-      _TimerClock.nextGridPoint(from: base, after: now, interval: interval)
+      TimerClock.nextGridPoint(from: base, after: now, interval: interval)
     }
     #expect(gridPoint(after: base + interval * 10.5) == base + interval * 11)
     // A time exactly on the grid is not "after" it.

@@ -17,19 +17,19 @@ struct TraceEventTests {
   }
 
   @Test func eventLinesAreByteForByteTheLinesOfTheirRecords() throws {
-    let strings = _TraceStrings(runID: "run \"7\" \\ ü", processID: 4242)
-    let sources = _TraceSources()
+    let strings = TraceStrings(runID: "run \"7\" \\ ü", processID: 4242)
+    let sources = TraceSources()
     let source = sources.register(strings)
     let tid = EventRunLoop.current.threadID
-    var events: [_TraceEvent] = []
+    var events: [TraceEvent] = []
     func event(
       _ kind: TraceRecord.Kind, mode: String, kindName: String? = nil, name: String? = nil,
-      configure: (inout _TraceEvent) -> Void = { _ in }
+      configure: (inout TraceEvent) -> Void = { _ in }
     ) throws {
-      var event = _TraceEvent(
+      var event = TraceEvent(
         kind: kind, seq: 0, timestamp: 1_000_000 + Int64(events.count), wallTime: -5,
-        loop: 3, iteration: UInt64.max, depth: 2, tid: tid, thread: _TraceEvent.none,
-        mode: _TraceEvent.none)
+        loop: 3, iteration: UInt64.max, depth: 2, tid: tid, thread: TraceEvent.none,
+        mode: TraceEvent.none)
       event.source = source
       configure(&event)
       #expect(strings.stamp(&event, mode: mode, calloutKind: kindName, calloutName: name))
@@ -71,7 +71,7 @@ struct TraceEventTests {
       $0.span = .max
       $0.cause = CalloutCause(span: 0, threadID: 78)
     }
-    var encoder = _JSONEventEncoder(sources: sources)
+    var encoder = JSONEventEncoder(sources: sources)
     let lines = encoder.lines(events)
     let snapshot = strings.snapshot()
     let records = events.map { snapshot.record(for: $0) }
@@ -98,7 +98,7 @@ struct TraceEventTests {
   @Test func tracerPastItsStringTableSendsWholeRecordsAndLosesNothing() throws {
     let path = temporaryPath("many-names.jsonl")
     defer { unlink(path) }
-    let names = _TraceStrings.capacity + 200
+    let names = TraceStrings.capacity + 200
     let recording = RecordingSink()
     try onNewThread("names") { loop in
       let sink = try JSONLinesSink(path: path)
@@ -148,18 +148,18 @@ struct TraceEventTests {
 
   /// The encoder and the records agree at the ends of `Int64` too.
   @Test func extremeTimesEncodeAsTheirRecords() throws {
-    let strings = _TraceStrings(runID: "extreme", processID: Int32.max)
-    let sources = _TraceSources()
+    let strings = TraceStrings(runID: "extreme", processID: Int32.max)
+    let sources = TraceSources()
     let source = sources.register(strings)
-    var events: [_TraceEvent] = []
+    var events: [TraceEvent] = []
     let times: [(Int64, Int64)] = [
       (.max, .min), (.min, .max), (.min, .min), (.max, 0), (0, .min), (-1, .max),
     ]
     for (timestamp, due) in times {
-      var event = _TraceEvent(
+      var event = TraceEvent(
         kind: .callout, seq: 0, timestamp: timestamp, wallTime: .min, loop: .max,
-        iteration: .max, depth: .min, tid: .min, thread: _TraceEvent.none,
-        mode: _TraceEvent.none)
+        iteration: .max, depth: .min, tid: .min, thread: TraceEvent.none,
+        mode: TraceEvent.none)
       event.source = source
       event.duration = .min
       event.dueAt = due
@@ -167,7 +167,7 @@ struct TraceEventTests {
       #expect(strings.stamp(&event, mode: "m", calloutKind: "timer", calloutName: "t"))
       events.append(event)
     }
-    var encoder = _JSONEventEncoder(sources: sources)
+    var encoder = JSONEventEncoder(sources: sources)
     let lines = encoder.lines(events)
     let snapshot = strings.snapshot()
     let records = events.map { snapshot.record(for: $0) }
@@ -187,7 +187,7 @@ struct TraceEventTests {
     let tracer = LoopTracer(sinks: [sink, recording], runID: "late-thread")
     try onNewThread("filler") { loop in
       tracer.attach(to: loop)
-      for index in 0..<_TraceStrings.capacity {
+      for index in 0..<TraceStrings.capacity {
         _ = loop.perform(inModes: [.default], name: "block-\(index)") {}
       }
       try loop.run(mode: .default, timeout: .zero)

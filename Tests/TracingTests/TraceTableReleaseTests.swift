@@ -121,7 +121,7 @@ struct TraceTableReleaseTests {
   /// 0 when every ended tracer's table was released, however slow the writer is; without
   /// releases, the number of requests traced so far.
   private func traceShortLivedRequests(
-    _ count: Int, lanes: Int, sink: some _TraceEventSink, flush: () -> Bool
+    _ count: Int, lanes: Int, sink: some TraceEventSink, flush: () -> Bool
   ) throws -> Int {
     var peak = 0
     let failures = GuardedState<[String]>([])
@@ -187,7 +187,7 @@ struct TraceTableReleaseTests {
     // After each round and its flush: none (before, all of the round's and earlier ones).
     #expect(peak == 0, "the sink held \(peak) tables after a round")
     // A table registered now takes a number freed by an earlier tracer.
-    let late = sink._register(_TraceStrings(runID: "late", processID: getpid()))
+    let late = sink._register(TraceStrings(runID: "late", processID: getpid()))
     #expect(late < UInt32(requests / 3))
     sink._release(late)
     sink.close()
@@ -254,7 +254,7 @@ struct TraceTableReleaseTests {
     // The records are still queued: their table must stay, and its number must not be given
     // to another table meanwhile (the tracer's is 0, the sink's first).
     #expect(sink._registeredTables == 1)
-    let other = sink._register(_TraceStrings(runID: "other", processID: getpid()))
+    let other = sink._register(TraceStrings(runID: "other", processID: getpid()))
     #expect(other == 1)
     sink._release(other)
     pipe.startReading()
@@ -379,35 +379,35 @@ struct TraceTableReleaseTests {
   /// number given again must then resolve to the new table, in the JSON encoder (which keeps
   /// its quoted strings between batches) and in the records resolver alike.
   @Test func releasedNumberResolvesToTheTableRegisteredAfterIt() throws {
-    let sources = _TraceSources()
-    func events(of strings: _TraceStrings, source: UInt32, name: String) -> [_TraceEvent] {
-      var event = _TraceEvent(
+    let sources = TraceSources()
+    func events(of strings: TraceStrings, source: UInt32, name: String) -> [TraceEvent] {
+      var event = TraceEvent(
         kind: .callout, seq: 0, timestamp: 10, wallTime: 20, loop: 1, iteration: 1, depth: 1,
-        tid: 7, thread: _TraceEvent.none, mode: _TraceEvent.none)
+        tid: 7, thread: TraceEvent.none, mode: TraceEvent.none)
       event.source = source
-      var result: [_TraceEvent] = []
+      var result: [TraceEvent] = []
       for mode in ["a", "b"] {
         #expect(strings.stamp(&event, mode: mode, calloutKind: "block", calloutName: name))
         result.append(event)
       }
       return result
     }
-    let first = _TraceStrings(runID: "first", processID: 1)
+    let first = TraceStrings(runID: "first", processID: 1)
     let number = sources.register(first)
     let firstEvents = events(of: first, source: number, name: "one")
     let firstRecords = firstEvents.map { first.snapshot().record(for: $0) }
-    var encoder = _JSONEventEncoder(sources: sources)
+    var encoder = JSONEventEncoder(sources: sources)
     let firstLines = encoder.lines(firstEvents.map { .event($0) } + [.release(number)])
     #expect(firstLines == firstRecords.map(\.jsonLine).joined())
     #expect(sources.count == 0)
     // The number comes back for the next table, whose strings have the same ids.
-    let second = _TraceStrings(runID: "second", processID: 2)
+    let second = TraceStrings(runID: "second", processID: 2)
     #expect(sources.register(second) == number)
     let secondEvents = events(of: second, source: number, name: "two")
     let secondRecords = secondEvents.map { second.snapshot().record(for: $0) }
     #expect(encoder.lines(secondEvents) == secondRecords.map(\.jsonLine).joined())
     // The resolver (the journal sink's path), across a release within one batch.
-    let third = _TraceStrings(runID: "third", processID: 3)
+    let third = TraceStrings(runID: "third", processID: 3)
     let resolved = sources.records(
       secondEvents.map { .event($0) } + [.release(number), .record(firstRecords[0])])
     #expect(resolved == secondRecords + [firstRecords[0]])
@@ -430,7 +430,7 @@ struct TraceTableReleaseTests {
     let entered = DispatchSemaphore(value: 0)
     let gate = DispatchSemaphore(value: 0)
     let seen = GuardedState<[Int]>([])
-    let writer = _WriterThread<Int>(name: "control", capacity: 2) { batch in
+    let writer = WriterThread<Int>(name: "control", capacity: 2) { batch in
       if batch.contains(0) {
         entered.signal()
         gate.wait()

@@ -1,10 +1,10 @@
 import Glibc
 import RunLoopCore
 
-/// The timers of one run loop. The loop sees it through a `_TimerSchedulerPlug`, its
+/// The timers of one run loop. The loop sees it through a `TimerSchedulerPlug`, its
 /// ``DeadlineSource`` for timers, plugged in the first time a timer is added to the loop.
-/// What it keeps is in `_SchedulerState`: a `_TimerQueue` per set of modes, each a
-/// `_TimerHeap` with the rule for tolerance.
+/// What it keeps is in `SchedulerState`: a `TimerQueue` per set of modes, each a
+/// `TimerHeap` with the rule for tolerance.
 ///
 /// Ownership: the loop holds the plug, the plug holds the scheduler, the scheduler holds its
 /// linked timers, and a timer holds the scheduler it joined (strongly: nothing refers to the
@@ -19,9 +19,9 @@ import RunLoopCore
 /// `fireDate`, whether a run in an emptied mode returns) must hold as soon as they return;
 /// an uncontended lock costs about 20 ns here, a small share of a timer's cost. Call-outs
 /// run with no lock held.
-final class _TimerScheduler: @unchecked Sendable {
+final class TimerScheduler: @unchecked Sendable {
   // Guarded by its own lock.
-  let state = GuardedState(_SchedulerState())
+  let state = GuardedState(SchedulerState())
   // Set once in init and never changed. Weak: the loop's thread, not its timers, keeps a
   // loop alive. Loaded only to wake the loop from another thread and for `runLoop`.
   private weak var weakLoop: EventRunLoop?
@@ -39,7 +39,7 @@ final class _TimerScheduler: @unchecked Sendable {
   /// one of these timers sees it invalid; the scheduler lets go of all of them.
   func shutDown() {
     var (queues, delayed) = state.withLock {
-      state -> ([_TimerQueue], [String: [LoopTimer]]) in
+      state -> ([TimerQueue], [String: [LoopTimer]]) in
       state.exited = true
       for queue in state.queues {
         for node in queue.heap.nodes { _ = node.timer.takeUnretainedValue().markInvalid() }
@@ -57,10 +57,10 @@ final class _TimerScheduler: @unchecked Sendable {
   }
 
   /// The scheduler of `loop` if it has one (it never gets one once its thread has exited).
-  static func existing(of loop: EventRunLoop) -> _TimerScheduler? {
+  static func existing(of loop: EventRunLoop) -> TimerScheduler? {
     if let cached = cachedForCurrentThread(), cached.loopID == loop.id { return cached }
     for source in loop.deadlineSources {
-      if let plug = source as? _TimerSchedulerPlug { return plug.scheduler }
+      if let plug = source as? TimerSchedulerPlug { return plug.scheduler }
     }
     return nil
   }
@@ -71,15 +71,15 @@ final class _TimerScheduler: @unchecked Sendable {
   /// On the loop's own thread the answer comes from a thread-local cache: looking through
   /// the loop's deadline providers takes the loop's lock and copies its list, which cost
   /// about 7% of adding a timer.
-  static func of(_ loop: EventRunLoop) -> _TimerScheduler? {
+  static func of(_ loop: EventRunLoop) -> TimerScheduler? {
     // A loop's scheduler never changes, and ids are unique: a cached scheduler of this
     // loop's id is this loop's.
     if let cached = cachedForCurrentThread(), cached.loopID == loop.id { return cached }
-    let scheduler = schedulersCreated.withLock { created -> _TimerScheduler? in
+    let scheduler = schedulersCreated.withLock { created -> TimerScheduler? in
       if let scheduler = existing(of: loop) { return scheduler }
       guard !loop.threadHasExited else { return nil }
-      let scheduler = _TimerScheduler(loop: loop)
-      let plug = _TimerSchedulerPlug(scheduler)
+      let scheduler = TimerScheduler(loop: loop)
+      let plug = TimerSchedulerPlug(scheduler)
       loop.addDeadlineSource(plug)
       // The thread may have exited between the check and the add; its exit either removed
       // the plug already or happens after this check.
@@ -96,9 +96,9 @@ final class _TimerScheduler: @unchecked Sendable {
   }
 
   /// The scheduler of the calling thread's loop, if the thread has cached it.
-  static func cachedForCurrentThread() -> _TimerScheduler? {
+  static func cachedForCurrentThread() -> TimerScheduler? {
     guard let pointer = pthread_getspecific(schedulerCacheKey) else { return nil }
-    return Unmanaged<_TimerScheduler>.fromOpaque(pointer).takeUnretainedValue()
+    return Unmanaged<TimerScheduler>.fromOpaque(pointer).takeUnretainedValue()
   }
 
   /// Caches this scheduler as the calling thread's (call on the loop's thread only). The
@@ -127,7 +127,7 @@ final class _TimerScheduler: @unchecked Sendable {
   }
 
   func nextDeadline(in mode: ActiveMode) -> Int64? {
-    state.withLock { $0.wakeKey(in: mode) }.map(_TimerClock.deadline(ofKey:))
+    state.withLock { $0.wakeKey(in: mode) }.map(TimerClock.deadline(ofKey:))
   }
 
   func fireDue(in mode: ActiveMode, of loop: EventRunLoop, now: Int64) {
@@ -152,7 +152,7 @@ final class _TimerScheduler: @unchecked Sendable {
       // returned, as the first grid point later than now, so a call-out that overran its
       // period is followed by the next grid point, not by a late catch-up fire.
       // A one-shot timer is done: only a repeating one needs the clock again.
-      let after = due.repeats ? _TimerClock.nowKey() : now
+      let after = due.repeats ? TimerClock.nowKey() : now
       state.withLock { $0.finishFiring(timer, takenSequence: due.sequence, now: after) }
     }
   }
@@ -161,10 +161,10 @@ final class _TimerScheduler: @unchecked Sendable {
 /// The loop's handle on its timer scheduler: the ``DeadlineSource`` it holds. Its end,
 /// when the loop lets go of it as its thread exits, shuts the scheduler down (timers hold
 /// the scheduler itself, so the scheduler's own end would come only after theirs).
-final class _TimerSchedulerPlug: DeadlineSource, Sendable {
-  let scheduler: _TimerScheduler
+final class TimerSchedulerPlug: DeadlineSource, Sendable {
+  let scheduler: TimerScheduler
 
-  init(_ scheduler: _TimerScheduler) {
+  init(_ scheduler: TimerScheduler) {
     self.scheduler = scheduler
   }
 
@@ -191,7 +191,7 @@ private let schedulerCacheKey: pthread_key_t = {
   var key = pthread_key_t()
   let status = pthread_key_create(&key) { pointer in
     guard let pointer else { return }
-    Unmanaged<_TimerScheduler>.fromOpaque(pointer).release()
+    Unmanaged<TimerScheduler>.fromOpaque(pointer).release()
   }
   precondition(status == 0, "pthread_key_create failed: \(status)")
   return key

@@ -1,6 +1,6 @@
 import RunLoopCore
 
-/// A timer's ``_TimerSchedule`` (and its suspension) in 16 bytes: the one place of the module
+/// A timer's ``TimerSchedule`` (and its suspension) in 16 bytes: the one place of the module
 /// that packs bits. It exists for the memory per timer: a ``LoopTimer`` is 88 bytes (a
 /// 96-byte block of malloc's) with this, and the schedule as plain fields (three `Duration`s)
 /// would make it 128, a 144-byte block.
@@ -12,14 +12,14 @@ import RunLoopCore
 /// - `10`: a one-shot timer's date below the nanosecond, `attoseconds << 2 | 2`: the key is
 ///   rounded up, and the date is `key - 1 ns + attoseconds`. Dates made from seconds as
 ///   `Double` (`.now + .seconds(0.3)`) are almost never whole nanoseconds;
-/// - otherwise: the address of a `_TimerExtras`, which the word owns one retain of, for what
+/// - otherwise: the address of a `TimerExtras`, which the word owns one retain of, for what
 ///   few timers need: a tolerance, a suspension, an exact date of a repeating timer, an
 ///   interval or date that does not fit. Once made, the extras stay until the timer is
 ///   freed, so later changes allocate nothing.
 ///
 /// Guarded by whatever guards the timer's schedule (see ``LoopTimer``).
-struct _PackedSchedule {
-  /// The date's key (``_TimerSchedule/key``): what the heaps order by.
+struct PackedSchedule {
+  /// The date's key (``TimerSchedule/key``): what the heaps order by.
   private(set) var key: Int64
   private var word: UInt
 
@@ -27,7 +27,7 @@ struct _PackedSchedule {
   private static let fractionTag: UInt = 0b10
   private static let tagMask: UInt = 0b11
 
-  init(_ schedule: _TimerSchedule) {
+  init(_ schedule: TimerSchedule) {
     key = 0
     word = 0
     self.schedule = schedule
@@ -35,29 +35,29 @@ struct _PackedSchedule {
 
   /// Gives back the extras' retain (from the timer's `deinit`).
   func release() {
-    if let pointer = extrasPointer { Unmanaged<_TimerExtras>.fromOpaque(pointer).release() }
+    if let pointer = extrasPointer { Unmanaged<TimerExtras>.fromOpaque(pointer).release() }
   }
 
-  var schedule: _TimerSchedule {
+  var schedule: TimerSchedule {
     get {
       if let extras {
-        return _TimerSchedule(
+        return TimerSchedule(
           date: extras.exactDate ?? .nanoseconds(key), interval: extras.interval,
           tolerance: extras.tolerance)
       }
       switch word & Self.tagMask {
       case Self.fractionTag:
         let date = Duration.nanoseconds(key - 1) + Duration(attoseconds: Int128(word >> 2))
-        return _TimerSchedule(date: date, interval: nil, tolerance: .zero)
+        return TimerSchedule(date: date, interval: nil, tolerance: .zero)
       case 0:
-        return _TimerSchedule(date: .nanoseconds(key), interval: nil, tolerance: .zero)
+        return TimerSchedule(date: .nanoseconds(key), interval: nil, tolerance: .zero)
       default:
         let interval = Duration.nanoseconds(Int64(word >> 1))
-        return _TimerSchedule(date: .nanoseconds(key), interval: interval, tolerance: .zero)
+        return TimerSchedule(date: .nanoseconds(key), interval: interval, tolerance: .zero)
       }
     }
     set {
-      let (key, fraction) = _TimerClock.keyAndFraction(of: newValue.date)
+      let (key, fraction) = TimerClock.keyAndFraction(of: newValue.date)
       self.key = key
       // `attoseconds` compiles to integer compares; `Duration`'s own `==` is a library call.
       if extras == nil, newValue.tolerance.attoseconds == 0, let fraction {
@@ -65,7 +65,7 @@ struct _PackedSchedule {
           word = fraction == 0 ? 0 : fraction << 2 | Self.fractionTag
           return
         }
-        if fraction == 0, let nanoseconds = _TimerClock.smallNanoseconds(newValue.interval!) {
+        if fraction == 0, let nanoseconds = TimerClock.smallNanoseconds(newValue.interval!) {
           word = UInt(nanoseconds) << 1 | Self.intervalTag
           return
         }
@@ -76,7 +76,7 @@ struct _PackedSchedule {
     }
   }
 
-  /// The key of the end of the window (``_TimerSchedule/latestKey``).
+  /// The key of the end of the window (``TimerSchedule/latestKey``).
   var latestKey: Int64 {
     guard let extras, extras.tolerance.attoseconds > 0 else { return key }
     return schedule.latestKey
@@ -108,7 +108,7 @@ struct _PackedSchedule {
   /// arithmetic when the word holds the interval, else on the schedule value.
   mutating func advance(after now: Int64) {
     if word & Self.intervalTag != 0,
-      let next = _TimerClock.nextGridKey(from: key, after: now, interval: Int64(word >> 1))
+      let next = TimerClock.nextGridKey(from: key, after: now, interval: Int64(word >> 1))
     {
       key = next
       return
@@ -136,23 +136,23 @@ struct _PackedSchedule {
     word & Self.tagMask == 0 ? UnsafeRawPointer(bitPattern: word) : nil
   }
 
-  private var extras: _TimerExtras? {
-    extrasPointer.map { Unmanaged<_TimerExtras>.fromOpaque($0).takeUnretainedValue() }
+  private var extras: TimerExtras? {
+    extrasPointer.map { Unmanaged<TimerExtras>.fromOpaque($0).takeUnretainedValue() }
   }
 
   /// The extras, made now if there are none: they then take over the date below the
   /// nanosecond that the word held (`key` stays as it is).
-  private mutating func ensureExtras(interval: Duration?) -> _TimerExtras {
+  private mutating func ensureExtras(interval: Duration?) -> TimerExtras {
     if let extras { return extras }
-    let extras = _TimerExtras(interval: interval)
+    let extras = TimerExtras(interval: interval)
     if word & Self.tagMask == Self.fractionTag { extras.exactDate = schedule.date }
     word = UInt(bitPattern: Unmanaged.passRetained(extras).toOpaque())
     return extras
   }
 }
 
-/// The rarely used parts of a timer's schedule (see ``_PackedSchedule``).
-final class _TimerExtras {
+/// The rarely used parts of a timer's schedule (see ``PackedSchedule``).
+final class TimerExtras {
   let interval: Duration?
   var tolerance: Duration = .zero
   var suspendedRemaining: Duration?

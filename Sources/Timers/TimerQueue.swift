@@ -17,10 +17,10 @@ import RunLoopCore
 ///
 /// A timer is in exactly one queue, the one of its set of modes (a timer added to a second
 /// mode moves to that pair's queue), so it has one node and one position whatever its modes.
-struct _TimerQueue {
+struct TimerQueue {
   /// The set of modes, in no particular order; `.common` stands for the loop's common modes.
   let modes: [LoopMode]
-  private(set) var heap = _TimerHeap()
+  private(set) var heap = TimerHeap()
   /// How many linked timers have a tolerance: with none, every window is its date.
   private(set) var tolerantCount = 0
 
@@ -56,7 +56,7 @@ struct _TimerQueue {
 
   /// Gives `timer` (in this queue) `schedule` and moves it; returns whether the queue's
   /// wake-up may have moved earlier.
-  mutating func reschedule(_ timer: LoopTimer, to schedule: _TimerSchedule) -> Bool {
+  mutating func reschedule(_ timer: LoopTimer, to schedule: TimerSchedule) -> Bool {
     let before = earliestLatestKey()
     if timer.packed.hasTolerance { tolerantCount -= 1 }
     timer.packed.schedule = schedule
@@ -94,8 +94,8 @@ struct _TimerQueue {
   /// The first node in `(key, sequence)` order whose date is at most `now` and whose
   /// sequence is below `horizon`. A node that fails only the sequence test (a timer
   /// rescheduled during the current round of firing) does not hide the nodes below it.
-  func firstDue(now: Int64, before horizon: UInt64) -> _TimerHeap.Node? {
-    var best: _TimerHeap.Node?
+  func firstDue(now: Int64, before horizon: UInt64) -> TimerHeap.Node? {
+    var best: TimerHeap.Node?
     heap.descend { node in
       guard node.key <= now, best.map(node.precedes) ?? true else { return false }
       guard node.sequence >= horizon else {

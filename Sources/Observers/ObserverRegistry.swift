@@ -4,7 +4,7 @@ import Synchronization
 /// The observers of one loop, by mode: the one instrument the Observers module attaches to a
 /// loop (lazily, when the first observer is added) to turn activities into observer
 /// call-outs.
-final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
+final class ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
   // Unchecked: each `var` below says why it needs no lock (set once in init, before the
   // object is shared, or touched on one thread only); the rest is locked or atomic.
   let loopID: UInt64
@@ -146,4 +146,4 @@ final class _ObserverRegistry: RunLoopInstrument, @unchecked Sendable {
 }
 
 /// The registry of each loop that has had an observer, by loop id.
-let _observerRegistries = GuardedState<[UInt64: _ObserverRegistry]>([:])
+let _observerRegistries = GuardedState<[UInt64: ObserverRegistry]>([:])

@@ -12,9 +12,9 @@ import RunLoopCore
 /// `ContinuousClock.now` on Linux is a whole number of nanoseconds, so the keys of the usual
 /// fire dates (`now` plus a delay in whole nanoseconds) are exact. A fire date that is not
 /// gets a key rounded up, so that it never fires early, and its exact value stays in the
-/// timer's ``_PackedSchedule``; one beyond about 292 years from the origin keeps a
+/// timer's ``PackedSchedule``; one beyond about 292 years from the origin keeps a
 /// saturated key.
-enum _TimerClock {
+enum TimerClock {
   /// The instant of ``LoopClock`` reading 0.
   static let origin = LoopClock.instant(ofNanoseconds: 0)
 

@@ -4,7 +4,7 @@ import RunLoopCore
 
 /// The socket system calls the named ports and socket sources share, with their errors
 /// turned into ``RunLoopError``s.
-enum _SocketCalls {
+enum SocketCalls {
   /// How long a listener stops accepting after `accept` failed for lack of descriptors or
   /// memory.
   static let acceptBackoff: Duration = .milliseconds(100)
@@ -20,7 +20,7 @@ enum _SocketCalls {
   static func pauseAccepting(_ listener: DescriptorSource) {
     guard (try? listener._setWantsReadable(false)) != nil else { return }
     EventRunLoop.current.addDeadlineSource(
-      _ListenerResumer(listener, at: .now + acceptBackoff))
+      ListenerResumer(listener, at: .now + acceptBackoff))
   }
 
   static func address(for path: String) throws(RunLoopError) -> (sockaddr_un, socklen_t) {

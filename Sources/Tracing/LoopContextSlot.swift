@@ -5,7 +5,7 @@ import RunLoopCore
 /// loop thread and read by code on the same thread, so it needs no lock. The stack follows
 /// `entry` and `exit`, so that after a nested run returns, the context is the enclosing run's
 /// again (its mode, its call-out).
-final class _LoopContextSlot {
+final class LoopContextSlot {
   struct Frame {
     var mode: String
     var calloutKind: String?
@@ -18,16 +18,16 @@ final class _LoopContextSlot {
   private var frames: [Frame] = []
 
   /// The calling thread's slot, if it has one.
-  static var existing: _LoopContextSlot? {
+  static var existing: LoopContextSlot? {
     guard let pointer = pthread_getspecific(_loopContextKey) else { return nil }
     // The slot holds the one retained reference (see `forCurrentThread`); reading borrows it.
-    return Unmanaged<_LoopContextSlot>.fromOpaque(pointer).takeUnretainedValue()
+    return Unmanaged<LoopContextSlot>.fromOpaque(pointer).takeUnretainedValue()
   }
 
   /// The calling thread's slot, made on first use; released when the thread exits.
-  static var forCurrentThread: _LoopContextSlot {
+  static var forCurrentThread: LoopContextSlot {
     if let slot = existing { return slot }
-    let slot = _LoopContextSlot()
+    let slot = LoopContextSlot()
     // One reference, owned by the thread's slot until the key's destructor releases it.
     pthread_setspecific(_loopContextKey, Unmanaged.passRetained(slot).toOpaque())
     return slot
@@ -82,7 +82,7 @@ private let _loopContextKey: pthread_key_t = {
   let status = pthread_key_create(&key) { pointer in
     guard let pointer else { return }
     // Gives back the reference `forCurrentThread` stored.
-    Unmanaged<_LoopContextSlot>.fromOpaque(pointer).release()
+    Unmanaged<LoopContextSlot>.fromOpaque(pointer).release()
   }
   precondition(status == 0, "pthread_key_create failed: \(status)")
   return key

@@ -4,13 +4,13 @@ import RunLoopObservers
 
 /// What a ``LoopTracer`` hands a sink of this package on the loop thread: a fixed-size value
 /// with no references (copying it into a queue is a plain memory copy, with no reference
-/// counting), whose strings are small integer ids into the tracer's ``_TraceStrings``. The
-/// sink's writer thread turns it into a ``TraceRecord`` (``_TraceStrings/record(for:)``).
+/// counting), whose strings are small integer ids into the tracer's ``TraceStrings``. The
+/// sink's writer thread turns it into a ``TraceRecord`` (``TraceStrings/record(for:)``).
 ///
 /// It is not the `TraceRecord` itself because building one (a dozen fields, half of them
 /// strings) would be most of the tracer's cost on the loop thread (runloop-bench, tracing
 /// overhead).
-package struct _TraceEvent: Sendable {
+package struct TraceEvent: Sendable {
   /// An id that names no string (a field the record does not have).
   package static let none: UInt32 = .max
 
@@ -42,7 +42,7 @@ package struct _TraceEvent: Sendable {
   package var calloutKind: UInt32
   package var calloutName: UInt32
   /// Which tracer's table the ids belong to, as numbered by the sink
-  /// (``_TraceEventSink/_register(_:)``).
+  /// (``TraceEventSink/_register(_:)``).
   package var source: UInt32
   package var kind: TraceRecord.Kind
   package var hasDue: Bool
@@ -78,34 +78,34 @@ package struct _TraceEvent: Sendable {
   /// The call-out's lateness (start minus due time, clamped to `Int64`'s range), when
   /// `hasDue`; the records and the JSON encoder both take it from here.
   package var lateness: Int64 {
-    _TraceClock.subtracting(timestamp, dueAt)
+    TraceClock.subtracting(timestamp, dueAt)
   }
 }
 
 /// One element of a sink's queue: a compact event from a tracer, a whole record handed to the
 /// sink's public `enqueue(_:)` (by a tool, a test, or a tracer whose string table is full),
 /// or the end of a tracer's events. Boxed, so that the common case stays a small copy.
-package enum _TraceItem: Sendable {
-  case event(_TraceEvent)
+package enum TraceItem: Sendable {
+  case event(TraceEvent)
   indirect case record(TraceRecord)
   /// The tracer that numbers its events `source` sends no more: every event of it is before
   /// this item, so the writer releases the tracer's table when it gets here
-  /// (``_TraceSources/release(_:)``). Queued with `_WriterThread.enqueueControl(_:)`.
+  /// (``TraceSources/release(_:)``). Queued with `WriterThread.enqueueControl(_:)`.
   case release(UInt32)
   /// The JSON sink closes its file and opens its path again (after a rotation renamed it):
   /// everything queued before this item goes to the old file, everything after to the new
-  /// one. Queued with `_WriterThread.enqueueControl(_:)`; other sinks ignore it.
+  /// one. Queued with `WriterThread.enqueueControl(_:)`; other sinks ignore it.
   case reopen
 }
 
-/// A sink that takes ``_TraceEvent`` values from the tracer instead of whole records: the
+/// A sink that takes ``TraceEvent`` values from the tracer instead of whole records: the
 /// sinks of this package. Other ``TraceSink`` implementations get whole records.
-package protocol _TraceEventSink: TraceSink {
+package protocol TraceEventSink: TraceSink {
   /// Makes the sink able to resolve the ids of `strings`; returns the number events that use
-  /// them carry in ``_TraceEvent/source``. Called once per tracer, when it is created.
-  func _register(_ strings: _TraceStrings) -> UInt32
+  /// them carry in ``TraceEvent/source``. Called once per tracer, when it is created.
+  func _register(_ strings: TraceStrings) -> UInt32
   /// Takes one event; called on the loop thread, must not block.
-  func _enqueue(_ event: _TraceEvent)
+  func _enqueue(_ event: TraceEvent)
   /// The tracer registered as `source` sends no more events (it is closed or gone): the sink
   /// releases its table once every event queued before this call is written, so that a sink
   /// fed by many short-lived tracers keeps only the tables of those alive. Must not block;
@@ -115,18 +115,18 @@ package protocol _TraceEventSink: TraceSink {
   var _registeredTables: Int { get }
 }
 
-/// The string tables of the tracers that feed one sink, by ``_TraceEvent/source``; the
+/// The string tables of the tracers that feed one sink, by ``TraceEvent/source``; the
 /// sink's writer thread resolves events through it.
 ///
 /// A released table's number goes on a free list and is handed to the next tracer that
 /// registers: the writer releases a table only when it reaches the tracer's
-/// ``_TraceItem/release(_:)`` item, after every event of that tracer, and a tracer registered
+/// ``TraceItem/release(_:)`` item, after every event of that tracer, and a tracer registered
 /// later queues its events after that item. So the number of tables is that of the live
 /// tracers (plus those whose events are still queued), however many come and go.
-package final class _TraceSources: Sendable {
+package final class TraceSources: Sendable {
   private struct Slots {
     // By source number; `nil` for a free number.
-    var tables: [_TraceStrings?] = []
+    var tables: [TraceStrings?] = []
     // How many registrations each table has (a tracer that names a sink twice registers
     // twice and releases twice).
     var references: [Int] = []
@@ -139,7 +139,7 @@ package final class _TraceSources: Sendable {
   package init() {}
 
   /// The number events that use `strings` carry; a table registered again keeps its number.
-  package func register(_ strings: _TraceStrings) -> UInt32 {
+  package func register(_ strings: TraceStrings) -> UInt32 {
     slots.withLock { slots in
       if let source = slots.numbers[ObjectIdentifier(strings)] {
         slots.references[Int(source)] += 1
@@ -161,7 +161,7 @@ package final class _TraceSources: Sendable {
   }
 
   /// The table of `source`, or `nil` when no table has that number.
-  package func table(_ source: UInt32) -> _TraceStrings? {
+  package func table(_ source: UInt32) -> TraceStrings? {
     slots.withLock { slots in
       Int(source) < slots.tables.count ? slots.tables[Int(source)] : nil
     }
@@ -171,7 +171,7 @@ package final class _TraceSources: Sendable {
   /// writer thread, once every event of the table is written). Releasing a free number does
   /// nothing.
   package func release(_ source: UInt32) {
-    let table = slots.withLock { slots -> _TraceStrings? in
+    let table = slots.withLock { slots -> TraceStrings? in
       let index = Int(source)
       guard index < slots.tables.count, let table = slots.tables[index] else { return nil }
       slots.references[index] -= 1
@@ -192,7 +192,7 @@ package final class _TraceSources: Sendable {
 
   /// The records of `batch`, in order (on the writer thread); a release item releases its
   /// table once the events before it are resolved.
-  package func records<Batch: Sequence<_TraceItem>>(_ batch: Batch) -> [TraceRecord] {
+  package func records<Batch: Sequence<TraceItem>>(_ batch: Batch) -> [TraceRecord] {
     var resolver = Resolver(sources: self)
     var records: [TraceRecord] = []
     records.reserveCapacity(batch.underestimatedCount)
@@ -210,20 +210,20 @@ package final class _TraceSources: Sendable {
 
   /// Resolves the events of one batch, taking each table's strings once.
   package struct Resolver {
-    let sources: _TraceSources
-    private var snapshots: [UInt32: _TraceStrings.Snapshot] = [:]
+    let sources: TraceSources
+    private var snapshots: [UInt32: TraceStrings.Snapshot] = [:]
     private var lastSource: UInt32 = .max
-    private var last: _TraceStrings.Snapshot?
+    private var last: TraceStrings.Snapshot?
 
-    package init(sources: _TraceSources) {
+    package init(sources: TraceSources) {
       self.sources = sources
     }
 
     /// The strings of `source`; `nil` when no table has that number, which the ordering of
     /// releases rules out (the event is then left out rather than resolved against nothing).
-    package mutating func snapshot(_ source: UInt32) -> _TraceStrings.Snapshot? {
+    package mutating func snapshot(_ source: UInt32) -> TraceStrings.Snapshot? {
       if source == lastSource, let last { return last }
-      let snapshot: _TraceStrings.Snapshot
+      let snapshot: TraceStrings.Snapshot
       if let known = snapshots[source] {
         snapshot = known
       } else {
@@ -236,7 +236,7 @@ package final class _TraceSources: Sendable {
       return snapshot
     }
 
-    package mutating func record(for event: _TraceEvent) -> TraceRecord? {
+    package mutating func record(for event: TraceEvent) -> TraceRecord? {
       snapshot(event.source)?.record(for: event)
     }
 

@@ -5,7 +5,7 @@ import RunLoopCore
 /// (owner -> watch -> handler -> link -> owner) and invalidation breaks that cycle, so an
 /// invalidated port or source is freed once its users drop it. (A `weak` capture would not
 /// do: a port added to a loop and otherwise unreferenced must stay alive until invalidated.)
-final class _OwnerLink<Owner: AnyObject & Sendable>: Sendable {
+final class OwnerLink<Owner: AnyObject & Sendable>: Sendable {
   private let owner: GuardedState<Owner?>
 
   init(_ owner: Owner? = nil) { self.owner = GuardedState(owner) }

@@ -7,12 +7,12 @@ import RunLoopCore
 /// runs the handler in a call-out whose cause is the sender's call-out, and the reply
 /// carries the handler's span back to a call-out on the client that names it as its cause.
 /// While nothing traces call-outs, frames carry no context and nothing here runs a clock.
-enum _TracePropagation {
+enum TracePropagation {
   /// The trace context of a frame sent from this thread now: the running call-out's span
   /// and its trace id, or `nil` outside traced call-outs. A call-out that has no trace id yet
   /// starts a trace (a random 128-bit id, never all zero, as W3C requires) and keeps it for
   /// the rest of its run, so everything it sends belongs to one trace.
-  static func outgoing() -> _Frame.TraceContext? {
+  static func outgoing() -> Frame.TraceContext? {
     let context = crl_current_callout_context()!
     guard context.pointee.span != 0 else { return nil }
     if context.pointee.trace_high == 0 && context.pointee.trace_low == 0 {
@@ -22,7 +22,7 @@ enum _TracePropagation {
         context.pointee.trace_low = random.next()
       } while context.pointee.trace_high == 0 && context.pointee.trace_low == 0
     }
-    return _Frame.TraceContext(
+    return Frame.TraceContext(
       traceHigh: context.pointee.trace_high, traceLow: context.pointee.trace_low,
       spanID: context.pointee.span)
   }
@@ -30,7 +30,7 @@ enum _TracePropagation {
   /// The cause a frame's trace context stands for: the sender's call-out, in process `pid`
   /// (named only when that is another process). The frame does not carry the sender's
   /// thread, so the cause's thread id is 0.
-  static func cause(of context: _Frame.TraceContext?, from pid: pid_t) -> CalloutCause? {
+  static func cause(of context: Frame.TraceContext?, from pid: pid_t) -> CalloutCause? {
     guard let context else { return nil }
     return CalloutCause(
       span: context.spanID, threadID: 0, processID: pid == getpid() ? nil : pid,
@@ -43,7 +43,7 @@ enum _TracePropagation {
   static func handle(
     _ message: NamedPortMessage, on loop: EventRunLoop?, name: String,
     _ handler: (NamedPortMessage) -> [UInt8]?
-  ) -> ([UInt8]?, _Frame.TraceContext?) {
+  ) -> ([UInt8]?, Frame.TraceContext?) {
     guard let loop else { return (handler(message), nil) }
     var replySpan: UInt64 = 0
     let reply = loop.callOut(
@@ -56,13 +56,13 @@ enum _TracePropagation {
     }
     guard let trace = message.cause?.traceID else { return (reply, nil) }
     return (
-      reply, _Frame.TraceContext(traceHigh: trace.high, traceLow: trace.low, spanID: replySpan)
+      reply, Frame.TraceContext(traceHigh: trace.high, traceLow: trace.low, spanID: replySpan)
     )
   }
 
   /// Reports a reply that came with `context` from process `pid`: inside a traced call-out,
   /// a port call-out named `NAME.reply`, nested in it, whose cause is the server's handler.
-  static func receivedReply(_ context: _Frame.TraceContext?, from pid: pid_t, name: String) {
+  static func receivedReply(_ context: Frame.TraceContext?, from pid: pid_t, name: String) {
     guard let context, context.spanID != 0, EventRunLoop.currentCalloutSpan != 0 else { return }
     EventRunLoop.current.callOut(.port, name: "\(name).reply", cause: cause(of: context, from: pid))
     {}

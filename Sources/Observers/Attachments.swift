@@ -4,7 +4,7 @@ import RunLoopCore
 /// process) and whether it was closed, behind one lock: the attach, detach and close of
 /// `LoopTracer` (RunLoopTracing), ``LoopMetrics`` and ``StallWatchdog``, each of which adds and removes
 /// itself through it.
-package final class _Attachments: Sendable {
+package final class Attachments: Sendable {
   package init() {}
 
   private struct State {

@@ -1,15 +1,15 @@
 import RunLoopCore
 
-/// Everything a loop's timer scheduler keeps, guarded by `_TimerScheduler.state`: a queue per
+/// Everything a loop's timer scheduler keeps, guarded by `TimerScheduler.state`: a queue per
 /// set of modes that timers are in, the insertion sequence, the timers whose call-outs are
 /// running, and the keyed delayed performs.
 ///
 /// A timer is *in* a queue (``LoopTimer/queue``) while it is in at least one mode, and
 /// *linked* (has a node in that queue's heap) while it is also neither suspended nor firing.
-struct _SchedulerState {
+struct SchedulerState {
   /// One queue per set of modes, in the order first used; a timer names its queue by its
   /// position here. Sets are few (usually one or two), so they are searched in order.
-  var queues: [_TimerQueue] = []
+  var queues: [TimerQueue] = []
   /// The next insertion sequence number.
   var nextSequence: UInt64 = 1
   /// Delayed performs that carry a key, for ``EventRunLoop/cancelDelayedPerforms(key:)``.
@@ -74,7 +74,7 @@ struct _SchedulerState {
 
   private mutating func appendQueue(_ modes: [LoopMode]) -> Int {
     precondition(queues.count < Int(LoopTimer.noQueue), "too many sets of modes with timers")
-    queues.append(_TimerQueue(modes: modes))
+    queues.append(TimerQueue(modes: modes))
     return queues.count - 1
   }
 
@@ -102,7 +102,7 @@ struct _SchedulerState {
 
   /// Gives an attached, running timer a new schedule and moves its node. Returns whether a
   /// wake-up deadline may have moved earlier.
-  mutating func reschedule(_ timer: LoopTimer, to schedule: _TimerSchedule) -> Bool {
+  mutating func reschedule(_ timer: LoopTimer, to schedule: TimerSchedule) -> Bool {
     let old = timer.packed.schedule
     guard schedule != old else { return false }
     if schedule.date != old.date { timer.sequence = takeSequence() }
@@ -130,7 +130,7 @@ struct _SchedulerState {
     origin: (cause: CalloutCause, contexts: CapturedContexts)?
   )? {
     while true {
-      var best: _TimerHeap.Node?
+      var best: TimerHeap.Node?
       for queue in queues where queue.count > 0 && queue.serves(mode) {
         guard let node = queue.firstDue(now: now, before: horizon) else { continue }
         if best.map(node.precedes) ?? true { best = node }
@@ -143,7 +143,7 @@ struct _SchedulerState {
       guard timer.isValid else { continue }
       firing.append(timer)
       return (
-        timer, _TimerClock.instant(at: schedule.date), timer.sequence, schedule.interval != nil,
+        timer, TimerClock.instant(at: schedule.date), timer.sequence, schedule.interval != nil,
         timer.packed.cause
       )
     }
@@ -181,7 +181,7 @@ struct _SchedulerState {
 
   // MARK: Wake-ups
 
-  /// When the loop must wake for the timers a run in `mode` serves, as a key: the latest date not after the earliest end of a window (see ``_TimerQueue``).
+  /// When the loop must wake for the timers a run in `mode` serves, as a key: the latest date not after the earliest end of a window (see ``TimerQueue``).
   func wakeKey(in mode: ActiveMode) -> Int64? {
     var limit: Int64?
     var tolerant = false

@@ -14,7 +14,7 @@ import RunLoopCore
 /// A sink can also queue its own bookkeeping (``enqueueControl(_:)``): such an element is
 /// never dropped, is taken while closing, and is not counted as a record; the writer sees it
 /// in its batch after everything queued before it.
-package final class _WriterThread<Element: Sendable>: Sendable {
+package final class WriterThread<Element: Sendable>: Sendable {
   /// How long the writer waits after a wake-up before it takes the batch.
   static var lingerMicroseconds: UInt32 { 2000 }
   /// The largest batch whose storage is kept for reuse.

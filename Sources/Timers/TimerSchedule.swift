@@ -4,10 +4,10 @@
 /// call-out returned.
 ///
 /// This is the value the rest of the module reasons with. ``LoopTimer`` stores it packed into
-/// 16 bytes (see `_PackedSchedule`); the heaps order timers by `key`, the date in whole
+/// 16 bytes (see `PackedSchedule`); the heaps order timers by `key`, the date in whole
 /// nanoseconds of the loop clock.
-struct _TimerSchedule: Equatable {
-  /// The next fire date, as an offset from ``_TimerClock/origin`` (exact, to the attosecond).
+struct TimerSchedule: Equatable {
+  /// The next fire date, as an offset from ``TimerClock/origin`` (exact, to the attosecond).
   var date: Duration
   /// The repeat interval; `nil` for a one-shot timer. Fixed when the timer is made.
   let interval: Duration?
@@ -17,22 +17,22 @@ struct _TimerSchedule: Equatable {
 
   /// The date as a heap key: whole nanoseconds, rounded up so that the timer never fires
   /// before its date.
-  var key: Int64 { _TimerClock.key(of: date).key }
+  var key: Int64 { TimerClock.key(of: date).key }
 
   /// The end of the timer's window as a key: rounded down, so the loop never wakes after
   /// the window, and never before the date's key.
   var latestKey: Int64 {
     guard tolerance > .zero else { return key }
-    return max(key, _TimerClock.key(of: date + tolerance, roundingUp: false).key)
+    return max(key, TimerClock.key(of: date + tolerance, roundingUp: false).key)
   }
 
   /// Moves a repeating timer's date to its first grid point later than `now` (a key):
   /// missed points are skipped, so an overrun costs one late fire, not a burst.
   mutating func advance(after now: Int64) {
     guard let interval else { return }
-    date = _TimerClock.offset(
-      of: _TimerClock.nextGridPoint(
-        from: _TimerClock.instant(at: date), after: _TimerClock.instant(at: .nanoseconds(now)),
+    date = TimerClock.offset(
+      of: TimerClock.nextGridPoint(
+        from: TimerClock.instant(at: date), after: TimerClock.instant(at: .nanoseconds(now)),
         interval: interval))
   }
 }

@@ -4,7 +4,7 @@
 /// all taken, so the reader holds at most one unfinished frame (never more than its
 /// header announces, and never allocated ahead from that announcement) plus one read.
 /// Both sides use it: the server per connection, the client while it waits for a reply.
-struct _FrameReader {
+struct FrameReader {
   // Parsed bytes before `start` are dropped by `dropTaken()`.
   private var bytes: [UInt8] = []
   private var start = 0
@@ -20,12 +20,12 @@ struct _FrameReader {
     bytes += chunk
   }
 
-  /// Takes the next complete frame, or tells why there is none (``_Frame/Parse``). After a
+  /// Takes the next complete frame, or tells why there is none (``Frame/Parse``). After a
   /// `malformed`, `tooLarge` or `unsupportedVersion` the connection is unusable: the caller drops it.
   mutating func next(
-    maxPayload: Int, maxFailurePayload: Int = 0, maxVersion: UInt8 = _Frame.version
-  ) -> _Frame.Parse {
-    let result = _Frame.parse(
+    maxPayload: Int, maxFailurePayload: Int = 0, maxVersion: UInt8 = Frame.version
+  ) -> Frame.Parse {
+    let result = Frame.parse(
       bytes, from: start, maxPayload: maxPayload, maxFailurePayload: maxFailurePayload,
       maxVersion: maxVersion)
     if case .frame(_, let consumed) = result { start += consumed }

@@ -1,6 +1,6 @@
 import RunLoopCore
 
-/// Writes a tracer's ``_TraceEvent`` values as JSON lines without building a
+/// Writes a tracer's ``TraceEvent`` values as JSON lines without building a
 /// ``TraceRecord`` first: each string of the tracer's table is quoted once and its bytes
 /// copied into every line that names it. The bytes are exactly those of
 /// `TraceRecord.appendJSONLine(to:)` for the record the event stands for (a test compares
@@ -8,19 +8,19 @@ import RunLoopCore
 ///
 /// The writer thread encodes every record, and on a 2-core machine its time is taken from
 /// the traced loop: hence plain pointer writes, and no reference counting per event.
-package struct _JSONEventEncoder {
-  private let sources: _TraceSources
+package struct JSONEventEncoder {
+  private let sources: TraceSources
   // By source number; `nil` for a number not seen yet or released.
-  private var bySource: [_QuotedTable?] = []
+  private var bySource: [QuotedTable?] = []
 
-  package init(sources: _TraceSources) {
+  package init(sources: TraceSources) {
     self.sources = sources
   }
 
   /// Appends the line of `event` to `buffer`; `false` (nothing appended) when no table has
   /// the event's source number, which the ordering of releases rules out.
   @discardableResult
-  mutating func append(_ event: _TraceEvent, to buffer: _LineBuffer) -> Bool {
+  mutating func append(_ event: TraceEvent, to buffer: LineBuffer) -> Bool {
     let index = Int(event.source)
     if index < bySource.count, let table = bySource[index] {
       table.encode(event, to: buffer)
@@ -30,7 +30,7 @@ package struct _JSONEventEncoder {
     if index >= bySource.count {
       bySource.append(contentsOf: repeatElement(nil, count: index + 1 - bySource.count))
     }
-    let table = _QuotedTable(strings)
+    let table = QuotedTable(strings)
     bySource[index] = table
     table.encode(event, to: buffer)
     return true
@@ -49,8 +49,8 @@ package struct _JSONEventEncoder {
   }
 
   /// The lines of `items` (events and releases), for tests.
-  package mutating func lines(_ items: [_TraceItem]) -> String {
-    let buffer = _LineBuffer()
+  package mutating func lines(_ items: [TraceItem]) -> String {
+    let buffer = LineBuffer()
     for item in items {
       switch item {
       case .event(let event): append(event, to: buffer)
@@ -63,7 +63,7 @@ package struct _JSONEventEncoder {
   }
 
   /// The lines of `events`, for tests.
-  package mutating func lines(_ events: [_TraceEvent]) -> String {
+  package mutating func lines(_ events: [TraceEvent]) -> String {
     lines(events.map { .event($0) })
   }
 }
@@ -71,9 +71,9 @@ package struct _JSONEventEncoder {
 /// One tracer's strings, quoted, and the parts of a line that are the same for all its
 /// records; on the writer thread only. Each piece is its own allocation, owned by the table
 /// (freed in `deinit`), so that encoding a line copies bytes from fixed addresses into the
-/// ``_LineBuffer`` with no reference counting or bounds checks per piece.
-final class _QuotedTable {
-  private let table: _TraceStrings
+/// ``LineBuffer`` with no reference counting or bounds checks per piece.
+final class QuotedTable {
+  private let table: TraceStrings
   /// The tracer's run id.
   var runID: String { table.runID }
   // `{"v":1,"run":"<run id>","seq":`
@@ -86,11 +86,11 @@ final class _QuotedTable {
   // after, so sharing the pointers between threads is safe (hence `nonisolated(unsafe)`).
   nonisolated(unsafe) private static let activityNames:
     [(rawValue: UInt32, quoted: UnsafeMutableBufferPointer<UInt8>)] =
-      LoopActivity.sequence.map { ($0.rawValue, copy(_LineBuffer.quoted($0.name))) }
+      LoopActivity.sequence.map { ($0.rawValue, copy(LineBuffer.quoted($0.name))) }
 
-  init(_ table: _TraceStrings) {
+  init(_ table: TraceStrings) {
     self.table = table
-    let buffer = _LineBuffer(capacity: 256)
+    let buffer = LineBuffer(capacity: 256)
     buffer.write(#"{"v":"#)
     buffer.writeDecimal(Int64(TraceRecord.schemaVersion))
     buffer.write(#","run":"#)
@@ -122,14 +122,14 @@ final class _QuotedTable {
     if Int(id) >= quoted.count {
       let strings = table.snapshot().strings
       for string in strings[quoted.count...] {
-        quoted.append(Self.copy(_LineBuffer.quoted(string)))
+        quoted.append(Self.copy(LineBuffer.quoted(string)))
       }
     }
     return UnsafeBufferPointer(quoted[Int(id)])
   }
 
   /// The span keys of a call-out, as `TraceRecord.setSpan(_:cause:trace:)` fills them.
-  private static func writeSpan(_ event: _TraceEvent, to line: inout _LineCursor) {
+  private static func writeSpan(_ event: TraceEvent, to line: inout LineCursor) {
     if event.span != 0 {
       line.write(#","span":""#)
       line.writeHex16(event.span)
@@ -157,11 +157,11 @@ final class _QuotedTable {
     }
   }
 
-  func encode(_ event: _TraceEvent, to buffer: _LineBuffer) {
+  func encode(_ event: TraceEvent, to buffer: LineBuffer) {
     let thread = fragment(event.thread)
     let mode = fragment(event.mode)
-    let kind = event.calloutKind == _TraceEvent.none ? nil : fragment(event.calloutKind)
-    let name = event.calloutName == _TraceEvent.none ? nil : fragment(event.calloutName)
+    let kind = event.calloutKind == TraceEvent.none ? nil : fragment(event.calloutKind)
+    let name = event.calloutName == TraceEvent.none ? nil : fragment(event.calloutName)
     var activity: UnsafeBufferPointer<UInt8>?
     var otherActivity: UnsafeMutableBufferPointer<UInt8>?  // a combination: not in the list
     defer { otherActivity?.deallocate() }
@@ -169,7 +169,7 @@ final class _QuotedTable {
       if let known = Self.activityNames.first(where: { $0.rawValue == event.activity }) {
         activity = UnsafeBufferPointer(known.quoted)
       } else {
-        otherActivity = Self.copy(_LineBuffer.quoted(_TraceStrings.activityName(event.activity)))
+        otherActivity = Self.copy(LineBuffer.quoted(TraceStrings.activityName(event.activity)))
         activity = otherActivity.map { UnsafeBufferPointer($0) }
       }
     }

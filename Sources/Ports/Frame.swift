@@ -23,7 +23,7 @@ import Glibc
 ///
 /// A reader of version 1 refuses a version-2 frame at its fifth byte (`unsupported version
 /// 2`), so a new frame never reaches an old handler with its trace context taken for payload.
-struct _Frame: Equatable {
+struct Frame: Equatable {
   enum Kind: UInt8 {
     case oneWay = 1
     case request = 2
@@ -53,7 +53,7 @@ struct _Frame: Equatable {
     version >= 2 ? tracedHeaderSize : headerSize
   }
 
-  var version: UInt8 = _Frame.version
+  var version: UInt8 = Frame.version
   var kind: Kind
   var msgid: Int32
   var requestID: UInt32
@@ -62,7 +62,7 @@ struct _Frame: Equatable {
   var payload: [UInt8]
 
   init(
-    version: UInt8 = _Frame.version, kind: Kind, msgid: Int32, requestID: UInt32,
+    version: UInt8 = Frame.version, kind: Kind, msgid: Int32, requestID: UInt32,
     context: TraceContext? = nil, payload: [UInt8]
   ) {
     self.version = version
@@ -101,7 +101,7 @@ struct _Frame: Equatable {
     /// Not enough bytes yet.
     case needMore
     /// A frame, and how many bytes it took.
-    case frame(_Frame, consumed: Int)
+    case frame(Frame, consumed: Int)
     /// The bytes are not a valid frame; the connection must be dropped.
     case malformed(String)
     /// The header announces a payload above the maximum; the connection must be dropped.
@@ -116,7 +116,7 @@ struct _Frame: Equatable {
   /// `maxVersion` (1 reads exactly what a version-1 peer reads).
   static func parse(
     _ bytes: [UInt8], from start: Int, maxPayload: Int, maxFailurePayload: Int = 0,
-    maxVersion: UInt8 = _Frame.version
+    maxVersion: UInt8 = Frame.version
   ) -> Parse {
     let available = bytes.count - start
     // Check what is there as early as possible, so garbage is refused without waiting.
@@ -163,7 +163,7 @@ struct _Frame: Equatable {
     }
     guard available >= header + length else { return .needMore }
     let payloadStart = start + header
-    let frame = _Frame(
+    let frame = Frame(
       version: version, kind: kind, msgid: msgid, requestID: requestID, context: context,
       payload: Array(bytes[payloadStart..<payloadStart + length]))
     return .frame(frame, consumed: header + length)

@@ -3,7 +3,7 @@ import RunLoopCore
 import RunLoopObservers
 
 /// A tracer's strings (thread names, modes, call-out kinds and names), each stored once and
-/// named by a small integer id that ``_TraceEvent`` values carry; plus the tracer's record
+/// named by a small integer id that ``TraceEvent`` values carry; plus the tracer's record
 /// numbering and its thread-name cache, under the same lock, so that the loop thread takes
 /// one short lock per event.
 ///
@@ -12,7 +12,7 @@ import RunLoopObservers
 /// call-out names are all different (a name made per request, say) would otherwise grow it
 /// for ever. Past that, the tracer sends whole records for new strings (the slow path it had
 /// before events), so nothing is lost and the memory stays bounded.
-package final class _TraceStrings: Sendable {
+package final class TraceStrings: Sendable {
   /// The most strings a table holds.
   package static let capacity = 4096
 
@@ -24,36 +24,36 @@ package final class _TraceStrings: Sendable {
     var strings: [String] = []
     // By bytes, not by `==` (canonical equivalence): "é" and "e" + U+0301 are equal strings,
     // and the trace must carry each name exactly as it was given.
-    var ids: [_ExactString: UInt32] = [:]
+    var ids: [ExactString: UInt32] = [:]
     var seq: UInt64 = 0
     // Thread-name ids by tid (read once per thread, forgotten when the thread's loop exits);
     // the last thread looked up first, since a loop asks for its own thread every time.
     var threadNames: [pid_t: UInt32] = [:]
-    var lastThread: (tid: pid_t, id: UInt32) = (0, _TraceEvent.none)
+    var lastThread: (tid: pid_t, id: UInt32) = (0, TraceEvent.none)
     // The names of threads first seen once the table was full: their events go as whole
     // records, whose thread name is read once too (not from `/proc` at every record, which
     // also let a renamed thread change name in the middle of its trace).
     var unlistedThreadNames: [pid_t: String] = [:]
     // The last string of each field: a loop mostly repeats its mode and call-outs, and
     // comparing two equal strings (byte for byte) is cheaper than hashing one.
-    var lastMode: (string: String, id: UInt32) = ("", _TraceEvent.none)
-    var lastKind: (string: String, id: UInt32) = ("", _TraceEvent.none)
-    var lastName: (string: String, id: UInt32) = ("", _TraceEvent.none)
-    // The tracer is closed or gone: no more events (``_TraceStrings/release(from:)``).
+    var lastMode: (string: String, id: UInt32) = ("", TraceEvent.none)
+    var lastKind: (string: String, id: UInt32) = ("", TraceEvent.none)
+    var lastName: (string: String, id: UInt32) = ("", TraceEvent.none)
+    // The tracer is closed or gone: no more events (``TraceStrings/release(from:)``).
     var released = false
 
     /// The id of `string`, added when new; `nil` when the table is full.
     mutating func intern(_ string: String) -> UInt32? {
-      if let id = ids[_ExactString(string)] { return id }
-      guard strings.count < _TraceStrings.capacity else { return nil }
+      if let id = ids[ExactString(string)] { return id }
+      guard strings.count < TraceStrings.capacity else { return nil }
       let id = UInt32(strings.count)
       strings.append(string)
-      ids[_ExactString(string)] = id
+      ids[ExactString(string)] = id
       return id
     }
 
     mutating func mode(_ string: String) -> UInt32? {
-      if lastMode.id != _TraceEvent.none, lastMode.string.utf8.elementsEqual(string.utf8) {
+      if lastMode.id != TraceEvent.none, lastMode.string.utf8.elementsEqual(string.utf8) {
         return lastMode.id
       }
       guard let id = intern(string) else { return nil }
@@ -62,7 +62,7 @@ package final class _TraceStrings: Sendable {
     }
 
     mutating func kind(_ string: String) -> UInt32? {
-      if lastKind.id != _TraceEvent.none, lastKind.string.utf8.elementsEqual(string.utf8) {
+      if lastKind.id != TraceEvent.none, lastKind.string.utf8.elementsEqual(string.utf8) {
         return lastKind.id
       }
       guard let id = intern(string) else { return nil }
@@ -71,7 +71,7 @@ package final class _TraceStrings: Sendable {
     }
 
     mutating func name(_ string: String) -> UInt32? {
-      if lastName.id != _TraceEvent.none, lastName.string.utf8.elementsEqual(string.utf8) {
+      if lastName.id != TraceEvent.none, lastName.string.utf8.elementsEqual(string.utf8) {
         return lastName.id
       }
       guard let id = intern(string) else { return nil }
@@ -80,7 +80,7 @@ package final class _TraceStrings: Sendable {
     }
 
     mutating func thread(_ tid: pid_t) -> UInt32? {
-      if lastThread.tid == tid, lastThread.id != _TraceEvent.none { return lastThread.id }
+      if lastThread.tid == tid, lastThread.id != TraceEvent.none { return lastThread.id }
       guard let id = threadNames[tid] else { return nil }
       lastThread = (tid, id)
       return id
@@ -113,8 +113,8 @@ package final class _TraceStrings: Sendable {
   /// The sinks come as an array, not as a closure that queues: calling such a closure cost
   /// the loop about 15 ns more per event (runloop-bench, tracing: 155 against 140 ns).
   package func stamp(
-    _ event: inout _TraceEvent, mode: String, calloutKind: String? = nil,
-    calloutName: String? = nil, sinks: [(sink: any _TraceEventSink, source: UInt32)]
+    _ event: inout TraceEvent, mode: String, calloutKind: String? = nil,
+    calloutName: String? = nil, sinks: [(sink: any TraceEventSink, source: UInt32)]
   ) -> Stamp {
     let tid = event.tid
     var outcome = state.withLock { table -> Stamp? in
@@ -160,7 +160,7 @@ package final class _TraceStrings: Sendable {
   /// Numbers `event` and fills in its ids without handing it anywhere; `false` when a string
   /// could not be added or the table is released. For tests of the encoders.
   package func stamp(
-    _ event: inout _TraceEvent, mode: String, calloutKind: String? = nil,
+    _ event: inout TraceEvent, mode: String, calloutKind: String? = nil,
     calloutName: String? = nil
   ) -> Bool {
     stamp(&event, mode: mode, calloutKind: calloutKind, calloutName: calloutName, sinks: [])
@@ -170,7 +170,7 @@ package final class _TraceStrings: Sendable {
   /// Queues `event` in each of `sinks`, with the sink's number for this table (under the
   /// table's lock).
   private static func deliver(
-    _ event: inout _TraceEvent, to sinks: [(sink: any _TraceEventSink, source: UInt32)]
+    _ event: inout TraceEvent, to sinks: [(sink: any TraceEventSink, source: UInt32)]
   ) {
     for (sink, source) in sinks {
       event.source = source
@@ -179,11 +179,11 @@ package final class _TraceStrings: Sendable {
   }
 
   /// Marks the table released and, under its lock, tells each of `sinks` to release it
-  /// (``_TraceEventSink/_release(_:)`` queues a release item): every event stamped before is
+  /// (``TraceEventSink/_release(_:)`` queues a release item): every event stamped before is
   /// already queued ahead of those items, and no event is stamped after. Returns `false`,
   /// doing nothing, when the table was already released.
   @discardableResult
-  package func release(from sinks: [(sink: any _TraceEventSink, source: UInt32)]) -> Bool {
+  package func release(from sinks: [(sink: any TraceEventSink, source: UInt32)]) -> Bool {
     state.withLock { table in
       guard !table.released else { return false }
       table.released = true
@@ -238,7 +238,7 @@ package final class _TraceStrings: Sendable {
     state.withLock { table in
       table.threadNames[tid] = nil
       table.unlistedThreadNames[tid] = nil
-      if table.lastThread.tid == tid { table.lastThread = (0, _TraceEvent.none) }
+      if table.lastThread.tid == tid { table.lastThread = (0, TraceEvent.none) }
     }
   }
 
@@ -254,11 +254,11 @@ package final class _TraceStrings: Sendable {
     package let strings: [String]
 
     package func string(_ id: UInt32) -> String? {
-      id == _TraceEvent.none ? nil : strings[Int(id)]
+      id == TraceEvent.none ? nil : strings[Int(id)]
     }
 
     /// The record `event` stands for.
-    package func record(for event: _TraceEvent) -> TraceRecord {
+    package func record(for event: TraceEvent) -> TraceRecord {
       var record = TraceRecord(
         run: runID, seq: event.seq, record: event.kind, timestamp: event.timestamp,
         wallTime: event.wallTime, pid: processID, tid: event.tid,
@@ -267,7 +267,7 @@ package final class _TraceStrings: Sendable {
         step: event.step == 0 ? nil : Int(event.step))
       switch event.kind {
       case .activity:
-        record.activity = _TraceStrings.activityName(event.activity)
+        record.activity = TraceStrings.activityName(event.activity)
       case .callout:
         record.calloutKind = string(event.calloutKind)
         record.calloutName = string(event.calloutName)
@@ -308,10 +308,10 @@ package final class _TraceStrings: Sendable {
   }
 }
 
-extension _TraceStrings.Table {
+extension TraceStrings.Table {
   /// Fills in the mode, kind and name ids; `false` when one could not be added.
   fileprivate mutating func fill(
-    _ event: inout _TraceEvent, mode: String, calloutKind: String?, calloutName: String?
+    _ event: inout TraceEvent, mode: String, calloutKind: String?, calloutName: String?
   ) -> Bool {
     guard let modeID = self.mode(mode) else { return false }
     event.mode = modeID
@@ -329,14 +329,14 @@ extension _TraceStrings.Table {
 
 /// A string that equals and hashes by its UTF-8 bytes, for the string table: Swift's `==`
 /// on strings is canonical equivalence, which would merge names that differ in their bytes.
-struct _ExactString: Hashable {
+struct ExactString: Hashable {
   let string: String
 
   init(_ string: String) {
     self.string = string
   }
 
-  static func == (lhs: _ExactString, rhs: _ExactString) -> Bool {
+  static func == (lhs: ExactString, rhs: ExactString) -> Bool {
     lhs.string.utf8.elementsEqual(rhs.string.utf8)
   }
 

@@ -4,7 +4,7 @@ import RunLoopCore
 /// (mode, depth, pass, the call-outs it is in) and whether this stall was reported. Kept
 /// under the watchdog's lock with the other loops, so that a notification takes that one lock
 /// (finding the loop and updating it) and not a second, per-loop one.
-struct _WatchedLoop {
+struct WatchedLoop {
   struct Stall {
     var loop: UInt64
     var tid: Int32

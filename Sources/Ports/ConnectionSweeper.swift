@@ -12,7 +12,7 @@ import RunLoopCore
 /// Not a `LoopTimer` per connection: Ports depends on Core alone (the Timers module is a
 /// sibling, not a base), and one instant is all a sweep needs, where timers would cost a
 /// heap node and a reschedule for every message a connection receives.
-final class _ConnectionSweeper: DeadlineSource, @unchecked Sendable {
+final class ConnectionSweeper: DeadlineSource, @unchecked Sendable {
   // Unchecked: each `var` below says why it needs no lock (set once in init, before the
   // object is shared, or touched on one thread only); the rest is locked or atomic.
   /// How far apart two sweeps are at least, in loop clock nanoseconds.

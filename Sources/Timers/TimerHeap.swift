@@ -13,7 +13,7 @@
 ///
 /// A node owns one retain of its timer, taken by ``insert(_:)`` and given back by
 /// ``remove(_:)`` or ``releaseAll()``. The array never shrinks.
-struct _TimerHeap {
+struct TimerHeap {
   struct Node {
     var key: Int64
     let timer: Unmanaged<LoopTimer>

@@ -9,10 +9,10 @@ import Glibc
 /// Used by one thread at a time. Callers ``reserve(_:)`` room for a whole line, then write
 /// its pieces without further checks.
 ///
-/// The writes here and in ``_LineCursor`` are `@inline(__always)`: left to the optimizer,
+/// The writes here and in ``LineCursor`` are `@inline(__always)`: left to the optimizer,
 /// the pieces of a line become calls, and encoding a record takes 1,918 instructions
 /// instead of 1,757 (9% more; Docs/Performance.md, "What the annotations buy").
-final class _LineBuffer {
+final class LineBuffer {
   private(set) var base: UnsafeMutablePointer<UInt8>
   private(set) var count = 0
   private(set) var capacity: Int
@@ -38,11 +38,11 @@ final class _LineBuffer {
     capacity = newCapacity
   }
 
-  /// Writes through a ``_LineCursor`` (plain pointer writes, no per-piece access to the
+  /// Writes through a ``LineCursor`` (plain pointer writes, no per-piece access to the
   /// buffer) after reserving `room` bytes; the cursor must not write more than that.
-  @inline(__always) func withCursor(reserving room: Int, _ body: (inout _LineCursor) -> Void) {
+  @inline(__always) func withCursor(reserving room: Int, _ body: (inout LineCursor) -> Void) {
     reserve(room)
-    var cursor = _LineCursor(base + count)
+    var cursor = LineCursor(base + count)
     body(&cursor)
     count = cursor.pointer - base
   }
@@ -137,16 +137,16 @@ final class _LineBuffer {
 
   /// `string` as a quoted JSON string, for caching.
   static func quoted(_ string: String) -> [UInt8] {
-    let buffer = _LineBuffer(capacity: 64)
+    let buffer = LineBuffer(capacity: 64)
     buffer.writeQuoted(string)
     return Array(buffer.bytes)
   }
 }
 
-/// Writes bytes at a pointer with room reserved by ``_LineBuffer/withCursor(reserving:_:)``;
-/// its per-field writes are always inlined, for the reason ``_LineBuffer`` gives, except
+/// Writes bytes at a pointer with room reserved by ``LineBuffer/withCursor(reserving:_:)``;
+/// its per-field writes are always inlined, for the reason ``LineBuffer`` gives, except
 /// `writeHex16`, a 16-step loop written only for the span and trace fields of traced call-outs.
-struct _LineCursor {
+struct LineCursor {
   var pointer: UnsafeMutablePointer<UInt8>
 
   init(_ pointer: UnsafeMutablePointer<UInt8>) {
@@ -191,7 +191,7 @@ struct _LineCursor {
   mutating func writeHex16(_ value: UInt64) {
     var shift: UInt64 = 60
     for _ in 0..<16 {
-      pointer.pointee = _LineBuffer.hexDigit(UInt8(truncatingIfNeeded: value >> shift) & 0xF)
+      pointer.pointee = LineBuffer.hexDigit(UInt8(truncatingIfNeeded: value >> shift) & 0xF)
       pointer += 1
       shift &-= 4
     }

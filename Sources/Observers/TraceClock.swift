@@ -3,7 +3,7 @@ import Glibc
 /// Clock readings for traces. Monotonic timestamps are `CLOCK_BOOTTIME` nanoseconds, the
 /// clock `ContinuousClock` reads on Linux, so a call-out's `ContinuousClock` instants and an
 /// activity's reading are on one time line.
-package enum _TraceClock {
+package enum TraceClock {
   // One pair of readings maps ContinuousClock instants to CLOCK_BOOTTIME nanoseconds.
   private static let reference: (instant: ContinuousClock.Instant, nanoseconds: Int64) = {
     let instant = ContinuousClock.now

@@ -1,6 +1,6 @@
 /// The part of an HTTP/1.1 request the endpoint reads: its request line. Headers are
 /// skipped (a scrape needs none of them) and a body is never expected.
-struct _HTTPRequestHead: Equatable {
+struct HTTPRequestHead: Equatable {
   var method: String
   /// The path, without a query string.
   var path: String
@@ -11,7 +11,7 @@ struct _HTTPRequestHead: Equatable {
   enum Parse: Equatable {
     /// The blank line that ends the head has not arrived yet.
     case incomplete
-    case request(_HTTPRequestHead)
+    case request(HTTPRequestHead)
     case malformed
     case tooLarge
   }
@@ -31,7 +31,7 @@ struct _HTTPRequestHead: Equatable {
     else { return .malformed }
     let target = parts[1].split(separator: UInt8(ascii: "?"), maxSplits: 1).first ?? parts[1]
     return .request(
-      _HTTPRequestHead(
+      HTTPRequestHead(
         method: String(decoding: parts[0], as: UTF8.self),
         path: String(decoding: target, as: UTF8.self)))
   }

@@ -5,7 +5,7 @@ import Prometheus
 /// (`runloop_callout_delay_seconds`, `runloop_iterations_total`) and gives the loop's
 /// durations buckets of a loop's scale: a call-out's delay is microseconds to a second, where
 /// swift-prometheus's default buckets start at 5 ms and would put every sample in the first.
-struct _LoopMetricsNaming: MetricsFactory {
+struct LoopMetricsNaming: MetricsFactory {
   let base: PrometheusMetricsFactory
 
   init(registry: PrometheusCollectorRegistry) {

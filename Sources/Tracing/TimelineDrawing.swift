@@ -4,7 +4,7 @@
 /// names written in when there is room, stalls outlined in red and named above the row, and
 /// an arrow from each call-out to the call-outs it caused (schema version 3's `cause_span`),
 /// across rows when the effect ran on another thread.
-struct _TimelineDrawing {
+struct TimelineDrawing {
   let records: [TraceRecord]
   let spans: [TraceTimeline.Span]
   let options: TraceTimeline.Options
@@ -218,13 +218,13 @@ struct _TimelineDrawing {
   /// the trace: an effect's (`cause_pid` or `pid`, `cause_span`) is its cause's (`pid`,
   /// `span`).
   private func causeLinks() -> [(cause: TraceRecord, effect: TraceRecord)] {
-    var bySpan: [_CauseFlows.Key: TraceRecord] = [:]
+    var bySpan: [CauseFlows.Key: TraceRecord] = [:]
     for record in records where record.record == .callout {
-      if let key = _CauseFlows.Key(spanOf: record) { bySpan[key] = record }
+      if let key = CauseFlows.Key(spanOf: record) { bySpan[key] = record }
     }
     guard !bySpan.isEmpty else { return [] }
     return records.compactMap { effect in
-      guard effect.record == .callout, let key = _CauseFlows.Key(causeOf: effect),
+      guard effect.record == .callout, let key = CauseFlows.Key(causeOf: effect),
         let cause = bySpan[key]
       else { return nil }
       return (cause, effect)

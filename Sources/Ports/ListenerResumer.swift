@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// Not a `LoopTimer`: Ports depends on Core alone, and the resume must happen in whatever
 /// mode the loop runs, where a timer fires only in the modes it was added to.
-final class _ListenerResumer: DeadlineSource, Sendable {
+final class ListenerResumer: DeadlineSource, Sendable {
   /// A `LoopClock` reading.
   private let due: Int64
   private let listener: DescriptorSource

@@ -2,7 +2,7 @@ import RunLoopCore
 import Tracing
 
 /// The W3C `traceparent` header: `00-<trace, 32 hex digits>-<span, 16>-<flags, 2>`.
-enum _TraceParent {
+enum TraceParent {
   static let key = "traceparent"
 
   /// The header of a sampled span (`01`): what a remote cause's ids stand for.
@@ -30,13 +30,13 @@ enum _TraceParent {
 }
 
 /// Writes headers into a dictionary (the carrier of ``LoopSpans/traceParentIDs(_:)``).
-struct _HeaderInjector: Injector {
+struct HeaderInjector: Injector {
   func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) {
     carrier[key] = value
   }
 }
 
 /// Reads headers from a dictionary (the carrier a remote cause's ids are extracted from).
-struct _HeaderExtractor: Extractor {
+struct HeaderExtractor: Extractor {
   func extract(key: String, from carrier: [String: String]) -> String? { carrier[key] }
 }
