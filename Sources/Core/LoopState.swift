@@ -3,7 +3,7 @@
 /// A loop's state has two domains. What only its thread touches is `EventRunLoop.local`
 /// (`LoopThreadState`: no lock, no atomics). What other threads share is here, under this
 /// one lock, with a few facts published as atomics for lock-free reads on the pass's path
-/// (`PublishedState`, the wake state, `ActiveRuns`). The locks a loop's code takes, in the
+/// (`PublishedState`, the `Waker`, `ActiveRuns`). The locks a loop's code takes, in the
 /// only order they nest (a lock is taken only while holding locks above it in the table):
 ///
 /// | Order | Lock | Guards | Held while taking |

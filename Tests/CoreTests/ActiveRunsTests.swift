@@ -5,7 +5,7 @@ import Testing
 
 /// What other threads see of a loop's runs (``EventRunLoop/isRunning``,
 /// ``EventRunLoop/currentMode``, ``EventRunLoop/stop()``), which the loop publishes without
-/// a lock, and the zero-timeout runs that leave the wake state alone.
+/// a lock, and a zero-timeout run, whose non-blocking check takes the wake-ups made in it.
 @Suite("Active runs seen from other threads")
 struct ActiveRunsTests {
   @Test func aStopMadeBeforeANestedRunBeganEndsTheOuterRunAfterIt() throws {
@@ -91,8 +91,8 @@ struct ActiveRunsTests {
       let source = CustomInputSource(name: "wake") { EventRunLoop.current.wakeUp() }
       try loop.add(source, mode: .default)
       source.signal()
-      // The zero-timeout run never sleeps: the wake-up made in its call-out has nothing to
-      // end, and leaves nothing behind for the next run's sleep.
+      // The zero-timeout run never sleeps: its non-blocking check takes the note the
+      // wake-up made in its call-out, and leaves nothing behind for the next run's sleep.
       _ = try loop.run(mode: .default, timeout: .zero)
       let recorder = Recorder()
       loop.addInstrument(recorder)

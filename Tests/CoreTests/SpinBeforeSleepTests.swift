@@ -94,7 +94,8 @@ struct SpinBeforeSleepTests {
     #expect(spins.caught == spins.spins)
   }
 
-  // While a loop polls, a wakeUp() marks the wake state instead of writing to the eventfd.
+  // While a loop polls, a wakeUp() sets the waker's state to woken instead of writing to the
+  // eventfd.
   // A signaller that waits (spinning, not sleeping) for each call-out, then 10 µs more,
   // before the next signal keeps the loop's sleeps short, so its window stays open and most
   // wake-ups come as marks: none may be lost, and a stop() made while it polls must end the

@@ -2,7 +2,7 @@ import Dispatch
 import RunLoopCore
 import Testing
 
-/// A wake-up made while the loop is in a pass notes itself in the wake state, and the pass's
+/// A wake-up made while the loop is in a pass notes itself in the waker's state, and the pass's
 /// sleep takes the note instead of blocking. Counted: the `write` calls of the thread that
 /// wakes (from `/proc/thread-self/io`), which an `eventfd` wake-up makes, and the loop's
 /// `epoll_wait` calls, which a sleep cut short in a mode without descriptors does not make.

@@ -101,7 +101,7 @@ static inline long crl_epoll_wait_system_call(void) {
 /// A loop's sleep word (see the Swift side's `Waker`): a counter that a wake-up moves on
 /// and the loop sleeps on with `futex`. Swift's `Atomic` does not hand out its address, which
 /// the system call needs, so the word's atomics are here. Sequentially consistent, as every
-/// access of the wake state is.
+/// access of the waker's state is.
 static inline uint32_t crl_sleep_word_load(const uint32_t *word) {
   return __atomic_load_n(word, __ATOMIC_SEQ_CST);
 }
