@@ -14,13 +14,14 @@ extension RunLoopThread {
   /// try await worker.join()
   /// ```
   public func stop() {
-    let first = cancelOnce()
     let loop = runLoop
-    // The request first, then the stop of the run under way: the loop runs what is queued
-    // once stopped, so the request is never left behind for a thread that has ended. Once:
-    // a second stop (a graceful shutdown, then a cancellation) would queue a request after
-    // the thread ended, abandoned and counted for nothing.
-    if first, !loop.threadHasExited { loop.perform(name: "stop") { loop.stop() } }
+    // The request, then the cancellation, then the stop of the run under way. An entry
+    // closure that sees the cancellation skips its run but still runs what is queued, so
+    // the request is never left behind for a thread that has ended. Once: a second stop (a
+    // graceful shutdown, then a cancellation) would queue a request after the thread ended,
+    // abandoned and counted for nothing.
+    if requestStopOnce(), !loop.threadHasExited { loop.perform(name: "stop") { loop.stop() } }
+    cancel()
     loop.stop()
   }
 

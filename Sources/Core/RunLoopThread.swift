@@ -57,6 +57,7 @@ public final class RunLoopThread: Sendable {
   private let entry: @Sendable (RunLoopThread) throws -> Void
   private let stateBits = Atomic<UInt8>(State.created.rawValue)
   private let cancelled = Atomic<Bool>(false)
+  private let stopRequested = Atomic<Bool>(false)
   // Guarded by its own lock.
   private let shared = GuardedState(Shared())
   private let started = DispatchSemaphore(value: 0)
@@ -180,9 +181,9 @@ public final class RunLoopThread: Sendable {
   /// ```
   public func cancel() { cancelled.store(true, ordering: .releasing) }
 
-  /// Cancels the thread; returns whether this call did (the first).
-  func cancelOnce() -> Bool {
-    !cancelled.exchange(true, ordering: .acquiringAndReleasing)
+  /// Marks the thread as asked to stop; returns whether this call was the first to ask.
+  func requestStopOnce() -> Bool {
+    !stopRequested.exchange(true, ordering: .acquiringAndReleasing)
   }
 
   /// Whether ``cancel()`` was called.

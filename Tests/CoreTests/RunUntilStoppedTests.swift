@@ -38,6 +38,20 @@ struct RunUntilStoppedTests {
     #expect(thread.state == .finished)
   }
 
+  @Test func aStopRightAfterTheStartNeverAbandonsItsOwnRequest() async throws {
+    // The entry closure may see the cancellation before its first run: the stop's own
+    // request must already be queued then, and run before the thread ends.
+    for index in 0..<200 {
+      let thread = RunLoopThread(name: "stop-at-start-\(index)") { thread in
+        try thread.runLoop.runUntilStopped()
+      }
+      try thread.start()
+      thread.stop()
+      try await thread.join()
+      #expect(thread.runLoop.abandonedPerformRequests == 0, "thread \(index)")
+    }
+  }
+
   @Test func requestsPerformedAfterTheThreadExitedAreAbandonedAndCounted() async throws {
     let thread = RunLoopThread(name: "abandon-count") { thread in
       try thread.runLoop.runUntilStopped()
