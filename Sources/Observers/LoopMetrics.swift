@@ -24,16 +24,8 @@ import RunLoopCore
 /// instrument wants call-outs, as this one does.
 public final class LoopMetrics: RunLoopInstrument, Sendable {
   /// The metrics wants activities, call-outs and sleeps.
-  ///
-  /// ```swift
-  /// let interests = metrics.interests
-  /// ```
   public var interests: InstrumentInterests { .all }
   /// The label prefix of exported metrics (`runloop` gives `runloop.iterations`, ...).
-  ///
-  /// ```swift
-  /// let labelPrefix = metrics.labelPrefix
-  /// ```
   public let labelPrefix: String
 
   private let factory: (any MetricsFactory)?

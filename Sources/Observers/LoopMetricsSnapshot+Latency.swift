@@ -2,10 +2,6 @@ import RunLoopCore
 
 extension LoopMetricsSnapshot {
   /// Percentiles of a latency, in nanoseconds.
-  ///
-  /// ```swift
-  /// let p99 = snapshot.timerLateness.p99
-  /// ```
   public struct Latency: Sendable, Hashable {
     /// How many values were recorded.
     ///
@@ -20,10 +16,6 @@ extension LoopMetricsSnapshot {
     /// ```
     public var p50: Int64
     /// The 99th percentile.
-    ///
-    /// ```swift
-    /// let p99 = snapshot.timerLateness.p99
-    /// ```
     public var p99: Int64
     /// The largest value.
     ///

@@ -9,52 +9,20 @@ import RunLoopCore
 /// ```
 public struct LoopMetricsSnapshot: Sendable, Hashable {
   /// The loop's ``/RunLoopCore/EventRunLoop/id``.
-  ///
-  /// ```swift
-  /// let loopID = snapshot.loopID
-  /// ```
   public var loopID: UInt64
   /// Passes of the loop seen (each pass reports `beforeTimers` once).
-  ///
-  /// ```swift
-  /// let iterations = snapshot.iterations
-  /// ```
   public var iterations: UInt64
   /// Runs entered.
-  ///
-  /// ```swift
-  /// let runs = snapshot.runs
-  /// ```
   public var runs: UInt64
   /// Nanoseconds the loop spent asleep.
-  ///
-  /// ```swift
-  /// let asleepNanoseconds = snapshot.asleepNanoseconds
-  /// ```
   public var asleepNanoseconds: Int64
   /// Nanoseconds spent in runs while awake (in runs, minus asleep).
-  ///
-  /// ```swift
-  /// let busyNanoseconds = snapshot.busyNanoseconds
-  /// ```
   public var busyNanoseconds: Int64
   /// Call-out counts and time, by call-out kind name (`timer`, `source`, ...).
-  ///
-  /// ```swift
-  /// let callouts = snapshot.callouts
-  /// ```
   public var callouts: [String: CalloutTotals]
   /// How late timers fired: call-out start minus the timer's fire date.
-  ///
-  /// ```swift
-  /// let timerLateness = snapshot.timerLateness
-  /// ```
   public var timerLateness: Latency
   /// How long custom sources waited from their signal to their perform call-out.
-  ///
-  /// ```swift
-  /// let signalToPerform = snapshot.signalToPerform
-  /// ```
   public var signalToPerform: Latency
   /// What the loop's polling before sleep did, as of its latest sleep (see
   /// ``/RunLoopCore/EventRunLoop/spinLimit``): polls, polls that caught work, time polling.

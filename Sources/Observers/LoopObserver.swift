@@ -25,28 +25,12 @@ import Synchronization
 /// is still `true`, as in CoreFoundation). All methods are safe from any thread.
 public final class LoopObserver: ModeScheduledItem, Sendable {
   /// The activities the observer wants.
-  ///
-  /// ```swift
-  /// let activities = observer.activities
-  /// ```
   public let activities: LoopActivity
   /// Whether the observer stays after its first call.
-  ///
-  /// ```swift
-  /// let repeats = observer.repeats
-  /// ```
   public let repeats: Bool
   /// Observers told about the same activity run in ascending order.
-  ///
-  /// ```swift
-  /// let order = observer.order
-  /// ```
   public let order: Int
   /// The observer's name in traces (its call-outs are of kind `observer`).
-  ///
-  /// ```swift
-  /// let name = observer.name
-  /// ```
   public let name: String
 
   let handler: @Sendable (LoopObserver, LoopActivity) -> Void

@@ -39,18 +39,10 @@ import RunLoopCore
 /// ```
 public final class StallWatchdog: RunLoopInstrument, Sendable {
   /// How long a loop may stay awake before it is reported.
-  ///
-  /// ```swift
-  /// let threshold = watchdog.threshold
-  /// ```
   public let threshold: Duration
   /// Where the reports go (a `LoopTracer`, whose run id and numbering they then carry).
   public let reporter: any StallReporter
   /// Activities (wake-ups and sleeps), and call-outs as they start and end.
-  ///
-  /// ```swift
-  /// let interests = watchdog.interests
-  /// ```
   public var interests: InstrumentInterests { [.activities, .callouts, .calloutStarts] }
 
   private let thresholdNanoseconds: Int64

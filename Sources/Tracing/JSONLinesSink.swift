@@ -34,10 +34,6 @@ import RunLoopCore
 /// ```
 public final class JSONLinesSink: TraceSink, TraceEventSink, Sendable {
   /// The file written to, or `nil` for a descriptor given by the caller.
-  ///
-  /// ```swift
-  /// let path = sink.path
-  /// ```
   public let path: String?
   /// How long ``close()`` waits for the writer (see ``close(timeout:)``).
   ///

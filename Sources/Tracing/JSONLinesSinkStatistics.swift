@@ -25,16 +25,8 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
   /// ```
   public var recordsLost: UInt64
   /// Failed `write(2)` calls (each loses the records of its chunk).
-  ///
-  /// ```swift
-  /// let writeErrors = stats.writeErrors
-  /// ```
   public var writeErrors: UInt64
   /// The `errno` of the latest failed write.
-  ///
-  /// ```swift
-  /// let lastError = stats.lastError
-  /// ```
   public var lastError: Int32?
   /// The most records that waited in the queue at once.
   ///
@@ -43,10 +35,6 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
   /// ```
   public var queueHighWater: Int
   /// Whether the writer has written everything and closed the file (after a close).
-  ///
-  /// ```swift
-  /// let closed = stats.closed
-  /// ```
   public var closed: Bool
   /// Whether the file had been deleted (no name left) when the writer closed it: every
   /// record "written" went to a file nobody can open any more.
@@ -87,10 +75,6 @@ public struct JSONLinesSinkStatistics: Sendable, Hashable {
   /// ```
   public var foreignBytes: UInt64
   /// Times ``JSONLinesSink/reopen()`` moved the sink to a new file at its path.
-  ///
-  /// ```swift
-  /// let reopens = stats.reopens
-  /// ```
   public var reopens: UInt64
   /// Reopens that failed (the new file could not be opened or was locked by another
   /// writer): the sink went on with the file it had.

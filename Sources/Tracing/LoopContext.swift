@@ -22,34 +22,14 @@ import Synchronization
 /// ```
 public struct LoopContext: Sendable, Hashable {
   /// The run id of the tracer that traces the loop (the records' `run`).
-  ///
-  /// ```swift
-  /// let run = LoopContext.current?.run
-  /// ```
   public var run: String
   /// The loop's id (the records' `loop`).
-  ///
-  /// ```swift
-  /// let loop = LoopContext.current?.loop
-  /// ```
   public var loop: UInt64
   /// The mode of the innermost run.
-  ///
-  /// ```swift
-  /// let mode = LoopContext.current?.mode
-  /// ```
   public var mode: String
   /// The loop's pass counter as of its latest activity.
-  ///
-  /// ```swift
-  /// let iteration = LoopContext.current?.iteration
-  /// ```
   public var iteration: UInt64
   /// How many runs of the loop are active (1 for an outermost run).
-  ///
-  /// ```swift
-  /// let depth = LoopContext.current?.depth
-  /// ```
   public var depth: Int
   /// The kind of the call-out the loop is in (`block`, `timer`, ...), when the loop reports
   /// call-outs as they begin.

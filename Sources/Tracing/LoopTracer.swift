@@ -33,24 +33,12 @@ import RunLoopObservers
 /// ```
 public final class LoopTracer: RunLoopInstrument, Sendable {
   /// The id every record of this tracer carries in `run`, to tell traces apart.
-  ///
-  /// ```swift
-  /// let runID = tracer.runID
-  /// ```
   public let runID: String
   /// Where records go.
-  ///
-  /// ```swift
-  /// let sinks = tracer.sinks
-  /// ```
   public let sinks: [any TraceSink]
   /// The tracer wants activities, call-outs and sleeps; and call-out starts too while
   /// ``LoopContext/isPublished`` is on (so that the context names the call-out a loop is
   /// in). A loop reads this when the tracer is attached.
-  ///
-  /// ```swift
-  /// let interests = tracer.interests
-  /// ```
   public var interests: InstrumentInterests {
     LoopContext.isPublished ? InstrumentInterests.all.union(.calloutStarts) : .all
   }

@@ -9,16 +9,8 @@ extension TraceLogReader {
   /// ```
   public struct BadLine: Sendable, Hashable {
     /// The line's number, from 1.
-    ///
-    /// ```swift
-    /// let line = bad.line
-    /// ```
     public var line: Int
     /// Why it is not a record.
-    ///
-    /// ```swift
-    /// let reason = bad.reason
-    /// ```
     public var reason: String
 
     /// A bad line: its number and why it is not a record.

@@ -27,16 +27,8 @@ public final class TraceLogReader {
   public static let maximumLineBytes = 1 << 20
 
   /// What is being read, for messages.
-  ///
-  /// ```swift
-  /// let name = reader.name
-  /// ```
   public let name: String
   /// Records returned so far.
-  ///
-  /// ```swift
-  /// let records = reader.records
-  /// ```
   public private(set) var records = 0
   /// Lines skipped because they were not records of this schema version (blank lines are
   /// neither records nor bad).

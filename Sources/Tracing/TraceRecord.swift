@@ -30,82 +30,30 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   package static let readableVersions: ClosedRange<Int> = 1...4
 
   /// The schema version of the record (``schemaVersion``).
-  ///
-  /// ```swift
-  /// let version = record.version
-  /// ```
   public var version: Int
   /// The tracer's run id: every record of one ``LoopTracer`` carries the same one.
-  ///
-  /// ```swift
-  /// let run = record.run
-  /// ```
   public var run: String
   /// The record's number in its tracer, from 1: the order the loops produced them.
-  ///
-  /// ```swift
-  /// let seq = record.seq
-  /// ```
   public var seq: UInt64
   /// What the record describes.
-  ///
-  /// ```swift
-  /// let record = record.record
-  /// ```
   public var record: Kind
   /// When it happened (the start, for call-outs and sleeps): `CLOCK_BOOTTIME` nanoseconds.
-  ///
-  /// ```swift
-  /// let timestamp = record.timestamp
-  /// ```
   public var timestamp: Int64
   /// The wall-clock time of the record, nanoseconds since the Unix epoch.
-  ///
-  /// ```swift
-  /// let wallTime = record.wallTime
-  /// ```
   public var wallTime: Int64
   /// The process id.
-  ///
-  /// ```swift
-  /// let pid = record.pid
-  /// ```
   public var pid: Int32
   /// The kernel thread id (`gettid`) of the loop's thread.
-  ///
-  /// ```swift
-  /// let tid = record.tid
-  /// ```
   public var tid: Int32
   /// The loop thread's name.
-  ///
-  /// ```swift
-  /// let thread = record.thread
-  /// ```
   public var thread: String
   /// The loop's ``/RunLoopCore/EventRunLoop/id``.
-  ///
-  /// ```swift
-  /// let loop = record.loop
-  /// ```
   public var loop: UInt64
   /// The mode of the innermost run.
-  ///
-  /// ```swift
-  /// let mode = record.mode
-  /// ```
   public var mode: String
   /// The loop's pass counter.
-  ///
-  /// ```swift
-  /// let iteration = record.iteration
-  /// ```
   public var iteration: UInt64
   /// How many runs of the loop are active (1 for an outermost run).
-  ///
-  /// ```swift
-  /// let depth = record.depth
-  /// ```
   public var depth: Int
   /// The step of the guide's sequence of events (1 to 10, see
   /// ``/RunLoopCore/EventRunLoop/currentStep``) the loop was at: for an activity, the step it
@@ -120,41 +68,17 @@ public struct TraceRecord: Sendable, Hashable, Codable {
   public var step: Int?
   /// The activity's name (`entry`, `beforeTimers`, `beforeSources`, `beforeWaiting`,
   /// `afterWaiting`, `exit`); only in activity records.
-  ///
-  /// ```swift
-  /// let activity = record.activity
-  /// ```
   public var activity: String?
   /// The call-out's kind (`timer`, `source`, `block`, `port`, `observer`...).
-  ///
-  /// ```swift
-  /// let calloutKind = record.calloutKind
-  /// ```
   public var calloutKind: String?
   /// The call-out's name.
-  ///
-  /// ```swift
-  /// let calloutName = record.calloutName
-  /// ```
   public var calloutName: String?
   /// How long the call-out or sleep lasted, in nanoseconds.
-  ///
-  /// ```swift
-  /// let duration = record.duration
-  /// ```
   public var duration: Int64?
   /// When the call-out's work became due (a timer's fire date, a source's signal), as
   /// `CLOCK_BOOTTIME` nanoseconds.
-  ///
-  /// ```swift
-  /// let dueAt = record.dueAt
-  /// ```
   public var dueAt: Int64?
   /// How long after `dueAt` the call-out started, in nanoseconds (negative when early).
-  ///
-  /// ```swift
-  /// let lateness = record.lateness
-  /// ```
   public var lateness: Int64?
   /// The call-out's span (16 lowercase hex digits): an id unique in its process (the tracing
   /// system's span id, when `RunLoopSpans` made the call-out a span), which the `causeSpan`

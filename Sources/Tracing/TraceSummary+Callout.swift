@@ -14,16 +14,8 @@ extension TraceSummary {
     /// ```
     public var kind: String
     /// The call-out name.
-    ///
-    /// ```swift
-    /// let name = callout.name
-    /// ```
     public var name: String
     /// How many times it ran.
-    ///
-    /// ```swift
-    /// let count = callout.count
-    /// ```
     public var count: Int
     /// Its total time, in nanoseconds.
     ///

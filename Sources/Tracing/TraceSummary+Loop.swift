@@ -15,46 +15,18 @@ extension TraceSummary {
     /// ```
     public var loop: UInt64
     /// Its thread's name.
-    ///
-    /// ```swift
-    /// let thread = summary.loops[0].thread
-    /// ```
     public var thread: String
     /// Its thread id.
-    ///
-    /// ```swift
-    /// let tid = summary.loops[0].tid
-    /// ```
     public var tid: Int32
     /// Passes seen (`beforeTimers` records).
-    ///
-    /// ```swift
-    /// let iterations = summary.loops[0].iterations
-    /// ```
     public var iterations: UInt64
     /// Nanoseconds from the loop's first record to its last.
-    ///
-    /// ```swift
-    /// let spanNanoseconds = summary.loops[0].spanNanoseconds
-    /// ```
     public var spanNanoseconds: Int64
     /// Nanoseconds asleep.
-    ///
-    /// ```swift
-    /// let asleepNanoseconds = summary.loops[0].asleepNanoseconds
-    /// ```
     public var asleepNanoseconds: Int64
     /// Call-outs by total time, largest first: kind, name, count, total nanoseconds.
-    ///
-    /// ```swift
-    /// let topCallouts = summary.loops[0].topCallouts
-    /// ```
     public var topCallouts: [Callout]
     /// Timer lateness in nanoseconds: p50, p99, max, and how many timers fired.
-    ///
-    /// ```swift
-    /// let timerLateness = summary.loops[0].timerLateness
-    /// ```
     public var timerLateness: LoopMetricsSnapshot.Latency
     /// Nanoseconds in runs (outermost entry to exit; a run the trace began or ended inside of
     /// counts from the loop's first record or to its last).
@@ -71,10 +43,6 @@ extension TraceSummary {
     /// ```
     public var delays: [String: LoopMetricsSnapshot.Latency] = [:]
     /// Stalls the watchdog reported (`stall` records).
-    ///
-    /// ```swift
-    /// let stalls = summary.loops[0].stalls
-    /// ```
     public var stalls: Int = 0
     /// Call-outs under names past the first ``TraceSummary/Builder/calloutNameLimit`` of the
     /// loop, totalled as one entry, `(other names)` (a log that names every job apart would
@@ -95,20 +63,12 @@ extension TraceSummary {
 
     /// Busy over busy plus asleep, in runs: `(runNanoseconds - asleepNanoseconds) /
     /// runNanoseconds`, from 0 to 1.
-    ///
-    /// ```swift
-    /// let utilization = summary.loops[0].utilization
-    /// ```
     public var utilization: Double {
       guard runNanoseconds > 0 else { return 0 }
       return min(1, max(0, 1 - Double(asleepNanoseconds) / Double(runNanoseconds)))
     }
 
     /// The share of the loop's span spent asleep, from 0 to 1.
-    ///
-    /// ```swift
-    /// let asleepFraction = summary.loops[0].asleepFraction
-    /// ```
     public var asleepFraction: Double {
       guard spanNanoseconds > 0 else { return 0 }
       return min(1, max(0, Double(asleepNanoseconds) / Double(spanNanoseconds)))

@@ -6,40 +6,16 @@ extension TraceTimeline {
   /// ```
   public struct Span: Sendable, Hashable {
     /// The thread.
-    ///
-    /// ```swift
-    /// let tid = span.tid
-    /// ```
     public var tid: Int32
     /// What the loop was doing.
-    ///
-    /// ```swift
-    /// let state = span.state
-    /// ```
     public var state: State
     /// Start, monotonic nanoseconds.
-    ///
-    /// ```swift
-    /// let start = span.start
-    /// ```
     public var start: Int64
     /// End, monotonic nanoseconds.
-    ///
-    /// ```swift
-    /// let end = span.end
-    /// ```
     public var end: Int64
     /// A label (the call-out's name).
-    ///
-    /// ```swift
-    /// let label = span.label
-    /// ```
     public var label: String
     /// The mode of the run the span is in.
-    ///
-    /// ```swift
-    /// let mode = span.mode
-    /// ```
     public var mode: String
     /// How many runs of the loop were active (1 for an outermost run); a nested run's own
     /// span has its depth.

@@ -35,22 +35,10 @@ import Synchronization
 /// ```
 public struct JournalLogHandler: LogHandler {
   /// The logger's label (in `SWIFT_LOG_LABEL`).
-  ///
-  /// ```swift
-  /// let label = handler.label
-  /// ```
   public let label: String
   /// The `SYSLOG_IDENTIFIER` of every entry (what `journalctl -t` filters on).
-  ///
-  /// ```swift
-  /// let identifier = handler.identifier
-  /// ```
   public let identifier: String
   /// Where entries go.
-  ///
-  /// ```swift
-  /// let destination = handler.destination
-  /// ```
   public let destination: JournalSink.Destination
   /// Metadata for every entry of this handler.
   ///

@@ -33,22 +33,10 @@ import RunLoopTracing
 /// Then `journalctl -t my-service -o json` shows the entries.
 public final class JournalSink: TraceSink, TraceEventSink, Sendable {
   /// The `SYSLOG_IDENTIFIER` of every entry.
-  ///
-  /// ```swift
-  /// let identifier = sink.identifier
-  /// ```
   public let identifier: String
   /// Where entries go.
-  ///
-  /// ```swift
-  /// let destination = sink.destination
-  /// ```
   public let destination: Destination
   /// The most records the queue holds before it drops.
-  ///
-  /// ```swift
-  /// let capacity = sink.capacity
-  /// ```
   public let capacity: Int
   /// The sink's own rate limit, or `nil` for none.
   ///

@@ -6,41 +6,17 @@
 /// ```
 public struct JournalSinkStatistics: Sendable, Hashable {
   /// Entries journald accepted (records and drop reports).
-  ///
-  /// ```swift
-  /// let sent = stats.sent
-  /// ```
   public var sent: UInt64
   /// Records dropped: because the queue was full (the journal was slower than the loops) or
   /// over the sink's rate limit (``rateLimited`` of them).
-  ///
-  /// ```swift
-  /// let dropped = stats.dropped
-  /// ```
   public var dropped: UInt64
   /// Records the journal refused or that found no journal.
-  ///
-  /// ```swift
-  /// let failed = stats.failed
-  /// ```
   public var failed: UInt64
   /// Drop reports sent to the journal.
-  ///
-  /// ```swift
-  /// let dropReports = stats.dropReports
-  /// ```
   public var dropReports: UInt64
   /// Whether the latest send found no journal listening.
-  ///
-  /// ```swift
-  /// let journalAbsent = stats.journalAbsent
-  /// ```
   public var journalAbsent: Bool
   /// The `errno` of the latest failed send.
-  ///
-  /// ```swift
-  /// let lastError = stats.lastError
-  /// ```
   public var lastError: Int32?
   /// How many times this sink wrote "no journal answers" to standard error: at most once,
   /// and only by the first sink of the process to find no journal at its destination for a
