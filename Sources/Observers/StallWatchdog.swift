@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import RunLoopCore
+import Synchronization
 
 /// Reports a loop that stays awake past a threshold without going back to sleep: the
 /// run-loop hang detector. Off unless attached; one switch for a loop (``attach(to:)``) or
@@ -24,11 +25,15 @@ import RunLoopCore
 /// view (state and wait channel) is read from outside the thread instead, and a debugger
 /// attached from outside (`gdb -p PID -batch -ex 'thread apply all bt'`) gives the stack.
 ///
-/// The loop thread's cost while attached: per notification a clock reading and one short
-/// lock (shared with the watchdog's thread and the other watched loops); at most about 1.5 µs
-/// per pass with one call-out (runloop-bench, suite `watchdog`). Attached nowhere, it costs nothing.
-/// The watchdog's own thread wakes every quarter of the threshold (at least every
-/// millisecond, at most every second) to look at the loops.
+/// The loop thread's cost while attached: per notification a few stores of integers into the
+/// loop's own state (where it is, the call-out it is in, whether it is awake), with no clock
+/// reading and no lock; going to sleep after a wake-up adds one atomic exchange (figures in
+/// the guide's Performance article). Attached nowhere, it costs nothing. The watchdog's own
+/// thread wakes every quarter of the threshold (at least every millisecond, at most every
+/// second) to look at the loops, and times their awake stretches with its own clock: a
+/// stretch is reported once that thread has seen it last for the threshold, and its start
+/// is the look before the first that saw it, so the time awake a report gives is never
+/// shorter than the truth and longer by at most one period.
 ///
 /// ```swift
 /// let tracer = LoopTracer(sinks: [try JSONLinesSink(path: "/tmp/svc.jsonl")])
@@ -46,7 +51,13 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
   public var interests: InstrumentInterests { [.activities, .callouts, .calloutStarts] }
 
   private let thresholdNanoseconds: Int64
-  // Guarded by its own lock: the loops watched, by id, and the counts.
+  /// Tells this watchdog's entries in ``WatchedLoopSlots`` apart from those of others.
+  let serial = nextWatchdogSerial.wrappingAdd(1, ordering: .relaxed).newValue
+  /// Counts the detaches: a loop's state registered before the last one is stale, and the
+  /// loop registers again at its next notification.
+  let epoch = Atomic<UInt64>(0)
+  // Guarded by its own lock: the loops watched, by id, and the counts (and the epoch's
+  // changes, so that a loop does not register into an epoch that just ended).
   private let state = GuardedState(State())
   // Where the watchdog is attached, and whether it was closed.
   private let attachments = Attachments()
@@ -109,7 +120,10 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
   /// ```
   public func detach() {
     attachments.detach(self)
-    state.withLock { $0.loops.removeAll() }
+    state.withLock { state in
+      state.loops.removeAll()
+      epoch.wrappingAdd(1, ordering: .relaxed)
+    }
   }
 
   /// Detaches and ends the watchdog's thread (the reporter stays open).
@@ -150,16 +164,16 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
     attachments.forget(loop)
   }
 
-  /// Notes when the loop woke and when it goes to sleep; a stalled loop that goes to sleep
-  /// (or leaves its run) is reported recovered.
+  /// Notes whether the loop is awake, and where; a stalled loop that goes to sleep (or
+  /// leaves its run) is reported recovered.
   ///
   /// ```swift
   /// watchdog.attach(to: loop)  // the loop calls this on its thread
   /// ```
   public func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
-    let now = TraceClock.monotonicNow()
-    let recovered = withWatchedLoop(loop) { $0.reach(activity, info, now: now) }
-    if let recovered { report(recovery: recovered, of: loop, now: now) }
+    if let recovered = watched(loop).reach(activity, info) {
+      report(recovery: recovered, of: loop, now: TraceClock.monotonicNow())
+    }
   }
 
   /// Notes the call-out the loop enters.
@@ -170,8 +184,7 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
   public func runLoop(
     _ loop: EventRunLoop, willCallOut kind: CalloutKind, name: String, _ info: LoopPassInfo
   ) {
-    let now = TraceClock.monotonicNow()
-    withWatchedLoop(loop) { $0.enter(kind: kind.name, name: name, info, now: now) }
+    watched(loop).enter(kind: kind.name, name: name, info)
   }
 
   /// Notes that the call-out returned.
@@ -181,31 +194,33 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
   /// ```
   public func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo)
   {
-    withWatchedLoop(loop) { $0.leave() }
+    watched(loop).leave()
   }
 
-  /// Finds (or starts watching) `loop` and updates it, under the one lock.
-  private func withWatchedLoop<Result>(
-    _ loop: EventRunLoop, _ body: (inout WatchedLoop) -> Result
-  ) -> Result {
-    state.withLock { state in
-      body(&state.loops[loop.id, default: WatchedLoop(loop: loop.id, tid: loop.threadID)])
+  /// The state of `loop` (on its thread): from the thread's slots, or registered under the
+  /// lock the first time and after a detach.
+  private func watched(_ loop: EventRunLoop) -> WatchedLoop {
+    let epoch = epoch.load(ordering: .relaxed)
+    let slots = WatchedLoopSlots.current
+    if let known = slots.find(watchdog: serial, epoch: epoch, loop: loop.id) { return known }
+    let watched = WatchedLoop(
+      loop: loop.id, tid: loop.threadID, registeredAt: TraceClock.monotonicNow())
+    let registered = state.withLock { state -> Bool in
+      guard self.epoch.load(ordering: .relaxed) == epoch else { return false }
+      state.loops[loop.id] = watched
+      return true
     }
+    // Detached meanwhile: this notification's state is not watched, and the next one
+    // registers again.
+    if registered { slots.keep(watched, watchdog: serial, epoch: epoch) }
+    return watched
   }
 
   /// On the watchdog's thread: reports each loop awake past the threshold, once per stall.
   private func look() {
     let now = TraceClock.monotonicNow()
     let stalls = state.withLock { state -> [WatchedLoop.Stall] in
-      var stalls: [WatchedLoop.Stall] = []
-      var index = state.loops.values.startIndex
-      while index != state.loops.values.endIndex {
-        if let stall = state.loops.values[index].stall(now: now, threshold: thresholdNanoseconds) {
-          stalls.append(stall)
-        }
-        state.loops.values.formIndex(after: &index)
-      }
-      return stalls
+      state.loops.values.compactMap { $0.look(now: now, threshold: thresholdNanoseconds) }
     }
     for stall in stalls {
       let tid = stall.tid
@@ -233,3 +248,6 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
     if sent { state.withLock { $0.recoveries += 1 } }
   }
 }
+
+/// The source of ``StallWatchdog/serial``.
+private let nextWatchdogSerial = Atomic<UInt64>(0)
