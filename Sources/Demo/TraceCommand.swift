@@ -18,8 +18,9 @@ struct TraceCommand: ParsableCommand {
         runloop-demo trace export server.jsonl client.jsonl -o both.json    (processes together)
         runloop-demo trace timeline runloop-trace.jsonl --svg timeline.svg  (open in a browser)
         runloop-demo trace timeline runloop-trace.jsonl --svg slow.svg --around-slowest 3
+        runloop-demo trace pass runloop-trace.jsonl --svg pass.svg --iteration 4  (one pass)
       """,
-    subcommands: [Summary.self, Export.self, Timeline.self]
+    subcommands: [Summary.self, Export.self, Timeline.self, Pass.self]
   )
 
   /// Opens a trace for streaming, turning a failure into a message for people that names
@@ -285,6 +286,57 @@ struct TraceCommand: ParsableCommand {
           + "\(options.to.map { milliseconds(nanoseconds: $0) + " ms" } ?? "end"))"
       StandardStreams.out(
         "wrote \(svg): \(TraceTimeline.spans(from: records).count) spans\(window)")
+    }
+  }
+
+  struct Pass: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract:
+        "Draw one pass of a loop as the guide's sequence of events: the ten steps as lanes, its records down the page.",
+      discussion: """
+        Each record's mark is in the lane of the step the loop reported for it (the log's \
+        `step`); a call-out that ran the loop nested is a frame around the nested run. \
+        Without --iteration: the first pass that holds a nested run, else the first that \
+        slept and handled what woke it.
+
+          runloop-demo scenario nested-runs --json-log nested.jsonl
+          runloop-demo trace pass nested.jsonl --svg pass.svg
+          runloop-demo trace pass nested.jsonl --svg pass9.svg --iteration 9
+        """)
+
+    @Argument(help: ArgumentHelp("The JSON log.", valueName: "file"))
+    var file: String
+
+    @Option(name: .long, help: ArgumentHelp("Where to write the SVG.", valueName: "out.svg"))
+    var svg: String
+
+    @Option(name: .long, help: ArgumentHelp("The pass counter at its step 2.", valueName: "N"))
+    var iteration: UInt64?
+
+    @Option(
+      name: .long,
+      help: ArgumentHelp("The loop id (default: the log's first loop).", valueName: "id"))
+    var loop: UInt64?
+
+    func run() throws {
+      let records = try TraceCommand.records(at: file)
+      guard let pass = LoopPass.find(in: records, iteration: iteration, loop: loop) else {
+        let passes = LoopPass.iterations(in: records, loop: loop)
+        let which = loop.map { "loop \($0)" } ?? "the first loop"
+        guard let first = passes.first, let last = passes.last else {
+          throw DemoError("'\(file)' has no pass of \(which)")
+        }
+        throw DemoError(
+          "'\(file)' has no pass \(iteration ?? 0) of \(which): its passes are \(first) to \(last)")
+      }
+      let drawing = PassDrawing(pass: pass)
+      try TraceCommand.write(Data(drawing.svg().utf8), to: svg)
+      let steps = drawing.rows.filter { !$0.isEnd }.compactMap(\.record.step)
+      var path: [Int] = []
+      for step in steps where path.last != step { path.append(step) }
+      StandardStreams.out(
+        "wrote \(svg): pass \(pass.iteration) of loop \(pass.loop), \(pass.records.count) records, "
+          + "steps " + path.map(String.init).joined(separator: " "))
     }
   }
 }
