@@ -140,3 +140,33 @@ struct TracePassCommandTests {
     #expect(other.stderr.contains("has no pass of loop 7"), "\(other.stderr)")
   }
 }
+
+/// SequenceOfEvents.md shows the `trace pass` commands that made its pictures and what they
+/// print: run on the committed trace, they print exactly that.
+@Suite("SequenceOfEvents.md's trace pass commands")
+struct TracePassArticleTests {
+  @Test func theArticlesTracePassCommandsPrintWhatItShows() throws {
+    let article = try String(
+      contentsOf: TracePassCommandTests.root.appendingPathComponent(
+        "Docs/RunLoopGuide.docc/SequenceOfEvents.md"),
+      encoding: .utf8)
+    let lines = article.components(separatedBy: "\n")
+    let commands = lines.indices.filter { lines[$0].hasPrefix("$ runloop-demo trace pass ") }
+    #expect(commands.count == 2)
+    let directory = try scratchDirectory("pass-article")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    for index in commands {
+      var arguments = lines[index].split(separator: " ").dropFirst(2).map(String.init)
+      let log = TracePassCommandTests.images.appendingPathComponent(arguments[2]).path
+      let svgIndex = try #require(arguments.firstIndex(of: "--svg")) + 1
+      let shownSVG = arguments[svgIndex]
+      arguments[2] = log
+      arguments[svgIndex] = directory + "/" + shownSVG
+      let result = try runDemo(arguments)
+      #expect(result.status == 0, "\(result.stderr)")
+      let printed = result.stdout.trimmingCharacters(in: .newlines)
+        .replacingOccurrences(of: directory + "/", with: "")
+      #expect(printed == lines[index + 1], "\(lines[index])")
+    }
+  }
+}
