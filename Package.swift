@@ -172,7 +172,7 @@ let package = Package(
       name: "RunLoopCoreTests",
       dependencies: [
         "CRunLoopLinux", "RunLoopCore", "RunLoopTestHelper", "RunLoopTestSupport",
-        "RunLoopAsyncMainHelper",
+        "RunLoopAsyncMainHelper", "RunLoopTimers",
       ],
       path: "Tests/CoreTests"
     ),

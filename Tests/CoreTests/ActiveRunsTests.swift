@@ -10,7 +10,7 @@ import Testing
 struct ActiveRunsTests {
   @Test func aStopMadeBeforeANestedRunBeganEndsTheOuterRunAfterIt() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let nested: LoopMode = "nested"
       try loop.add(CustomInputSource(name: "keep-nested") {}, mode: nested)
       let outer = CustomInputSource(name: "outer") {
@@ -94,7 +94,7 @@ struct ActiveRunsTests {
       // The zero-timeout run never sleeps: its non-blocking check takes the note the
       // wake-up made in its call-out, and leaves nothing behind for the next run's sleep.
       _ = try loop.run(mode: .default, timeout: .zero)
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       loop.addInstrument(recorder)
       let result = try loop.run(mode: .default, timeout: .milliseconds(30))
       loop.removeInstrument(recorder)

@@ -4,21 +4,11 @@ import RunLoopCore
 import Testing
 
 /// Keeps every call-out record a loop reports, in order.
-final class CalloutLog: RunLoopInstrument, Sendable {
-  let interests: InstrumentInterests = .callouts
-  private let recorded = GuardedState<[CalloutRecord]>([])
-  var records: [CalloutRecord] { recorded.withLock { $0 } }
-
-  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
-    recorded.withLock { $0.append(callout) }
-  }
-}
-
 @Suite("Call-out spans and causes")
 struct CalloutSpanTests {
   @Test func tracedCalloutsGetDistinctNonZeroSpansReadableOnTheirThreadWhileTheyRun() throws {
     let (records, seen, outside) = try onNewThread { loop -> ([CalloutRecord], [UInt64], UInt64) in
-      let log = CalloutLog()
+      let log = LoopRecorder(.callouts)
       loop.addInstrument(log)
       defer { loop.removeInstrument(log) }
       let seen = GuardedState<[UInt64]>([])
@@ -40,7 +30,7 @@ struct CalloutSpanTests {
   @Test func aCalloutOfANestedRunRestoresTheOuterCalloutsSpanWhenItReturns() throws {
     let (records, outerBefore, inner, outerAfter) = try onNewThread {
       loop -> ([CalloutRecord], UInt64, UInt64, UInt64) in
-      let log = CalloutLog()
+      let log = LoopRecorder(.callouts)
       loop.addInstrument(log)
       defer { loop.removeInstrument(log) }
       let spans = GuardedState<[UInt64]>([])
@@ -66,7 +56,7 @@ struct CalloutSpanTests {
   @Test func aCauseCapturedInsideACalloutNamesItsSpanLoopAndThread() throws {
     let (cause, span, loopID, tid) = try onNewThread {
       loop -> (CalloutCause?, UInt64, UInt64, pid_t) in
-      let log = CalloutLog()
+      let log = LoopRecorder(.callouts)
       loop.addInstrument(log)
       defer { loop.removeInstrument(log) }
       let captured = GuardedState<CalloutCause?>(nil)
@@ -91,7 +81,7 @@ struct CalloutSpanTests {
       traceID: (high: 0xaaaa, low: 0xbbbb))
     let (records, trace, after) = try onNewThread {
       loop -> ([CalloutRecord], [UInt64], (high: UInt64, low: UInt64)?) in
-      let log = CalloutLog()
+      let log = LoopRecorder(.callouts)
       loop.addInstrument(log)
       defer { loop.removeInstrument(log) }
       let trace = loop.callOut(.port, name: "message", cause: cause) {
@@ -121,7 +111,7 @@ struct CauseCaptureTests {
     _ body: @escaping @Sendable () -> Void
   ) throws -> CalloutCause {
     try onNewThread("A") { loop -> CalloutCause in
-      let log = CalloutLog()
+      let log = LoopRecorder(.callouts)
       loop.addInstrument(log)
       defer { loop.removeInstrument(log) }
       loop.perform(name: "sender", body)
@@ -133,7 +123,7 @@ struct CauseCaptureTests {
   @Test func aPerformQueuedFromACalloutOnLoopARunsOnLoopBWithAsSpanLoopAndThreadAsItsCause()
     throws
   {
-    let log = CalloutLog()
+    let log = LoopRecorder(.callouts)
     let b = try startLoopThread(name: "B") { $0.addInstrument(log) }
     defer { stopLoopThread(b) }
     let sender = try causeOfCallout { b.runLoop.perform(name: "effect") {} }
@@ -146,7 +136,7 @@ struct CauseCaptureTests {
   }
 
   /// Loop "B" on a thread of its own, traced into `log`, with `source` in its default mode.
-  private func startTracedLoop(with source: CustomInputSource, into log: CalloutLog) throws
+  private func startTracedLoop(with source: CustomInputSource, into log: LoopRecorder) throws
     -> RunLoopThread
   {
     try startLoopThread(name: "B") { loop in
@@ -156,7 +146,7 @@ struct CauseCaptureTests {
   }
 
   @Test func aSourceSignalledFromAPlainThreadHasNoCauseLoopAndSpanZero() throws {
-    let log = CalloutLog()
+    let log = LoopRecorder(.callouts)
     let source = CustomInputSource(name: "work") {}
     let b = try startTracedLoop(with: source, into: log)
     defer { stopLoopThread(b) }
@@ -171,7 +161,7 @@ struct CauseCaptureTests {
   }
 
   @Test func aSourceRunsWithTheCauseOfItsFirstSignalSinceItLastRan() throws {
-    let log = CalloutLog()
+    let log = LoopRecorder(.callouts)
     let source = CustomInputSource(name: "work") {}
     try onNewThread("B") { loop in
       loop.addInstrument(log)
@@ -196,7 +186,7 @@ struct CauseCaptureTests {
   }
 
   @Test func aSourceSignalledFromACalloutOnLoopANamesThatCalloutAsItsCause() throws {
-    let log = CalloutLog()
+    let log = LoopRecorder(.callouts)
     let source = CustomInputSource(name: "work") {}
     let b = try startTracedLoop(with: source, into: log)
     defer { stopLoopThread(b) }
@@ -206,7 +196,7 @@ struct CauseCaptureTests {
   }
 
   @Test func aJobEnqueuedFromACalloutOnLoopANamesThatCalloutAsItsCause() throws {
-    let log = CalloutLog()
+    let log = LoopRecorder(.callouts)
     let b = try startLoopThread(name: "B") { $0.addInstrument(log) }
     defer { stopLoopThread(b) }
     let executor = b.runLoop

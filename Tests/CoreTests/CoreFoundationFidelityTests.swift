@@ -43,7 +43,7 @@ struct CoreFoundationFidelityTests {
 
   @Test func wakeUpWhileNoRunIsActiveIsDropped() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
       loop.addInstrument(recorder)
       loop.wakeUp()
@@ -65,7 +65,7 @@ struct CoreFoundationFidelityTests {
   @Test func wakeUpBetweenWakingAndTheNextPassIsDropped() throws {
     let pipe = Pipe()
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
       let watch = DescriptorWatch(fileDescriptor: pipe.readEnd) { _ in
         _ = pipe.readByte()
@@ -94,7 +94,7 @@ struct CoreFoundationFidelityTests {
 
   @Test func wakeUpPendingWhenARunEndsLeavesLaterWakeUpsDroppedWhileNotRunning() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
       loop.addInstrument(recorder)
       loop.addInstrument(
@@ -119,7 +119,7 @@ struct CoreFoundationFidelityTests {
 
   @Test func wakeUpDuringAPassEndsTheNextSleep() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
       loop.addInstrument(recorder)
       loop.addInstrument(Hook.once(at: .beforeSources) { loop.wakeUp() })
@@ -137,7 +137,7 @@ struct CoreFoundationFidelityTests {
 
   @Test func requestQueuedAfterThePassLookedStillEndsTheNextSleep() throws {
     let (log, elapsed) = try onNewThread { loop -> ([String], Duration) in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
       loop.addInstrument(recorder)
       loop.addInstrument(
@@ -205,7 +205,7 @@ struct CoreFoundationFidelityTests {
 
   @Test func stopBeforeTheFirstPassEndsTheRunAtOnce() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       try loop.add(CustomInputSource(name: "keep") {}, mode: .default)
       loop.addInstrument(recorder)
       loop.addInstrument(Hook.once(at: .entry) { loop.stop() })
@@ -220,7 +220,7 @@ struct CoreFoundationFidelityTests {
 
   @Test func sourcesOfEqualOrderRunInTheOrderTheyWereFirstSignalled() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let sources = (0..<6).map { index in
         CustomInputSource(name: "s\(index)") { recorder.mark("s\(index)") }
       }
@@ -243,7 +243,7 @@ struct CoreFoundationFidelityTests {
   // signalled by a call-out of step 4 waits for the next pass, whatever its order.
   @Test func sourceSignalledDuringStepFourWaitsForTheNextPass() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let later = CustomInputSource(name: "later", order: 2) { recorder.mark("later") }
       let earlier = CustomInputSource(name: "earlier", order: 0) { recorder.mark("earlier") }
       let first = CustomInputSource(name: "first", order: 1) {

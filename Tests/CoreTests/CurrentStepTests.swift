@@ -2,25 +2,6 @@ import Glibc
 import RunLoopCore
 import Testing
 
-/// Records the step the loop reports with each activity and call-out, beside the step a
-/// call-out reads from ``EventRunLoop/currentStep``.
-private final class StepRecorder: RunLoopInstrument, @unchecked Sendable {
-  let interests: InstrumentInterests = [.activities, .callouts]
-  private let events = GuardedState<[String]>([])
-
-  func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
-    events.withLock { $0.append("\(info.step) \(activity.name)") }
-  }
-
-  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
-    events.withLock { $0.append("\(info.step) callout:\(callout.name)") }
-  }
-
-  func mark(_ text: String) { events.withLock { $0.append(text) } }
-
-  var log: [String] { events.withLock { $0 } }
-}
-
 /// The calling thread's loop's step, as a call-out prints it.
 private func step() -> String {
   EventRunLoop.current.currentStep.map(String.init) ?? "nil"
@@ -34,7 +15,7 @@ struct CurrentStepTests {
   @Test func eachCalloutAndActivityCarriesTheStepOfTheSequenceOfEvents() throws {
     let pipe = Pipe()
     let log = try onNewThread { loop -> [String] in
-      let recorder = StepRecorder()
+      let recorder = LoopRecorder([.activities, .callouts])
       let source = CustomInputSource(name: "source") { recorder.mark("in source: \(step())") }
       try loop.add(source, mode: .default)
       let watch = DescriptorWatch(fileDescriptor: pipe.readEnd, name: "pipe") { _ in
@@ -50,15 +31,15 @@ struct CurrentStepTests {
       try loop.run(mode: .default, timeout: .zero)
       loop.removeInstrument(recorder)
       recorder.mark("after the run: \(step())")
-      return recorder.log
+      return recorder.stepLog
     }
     #expect(
       log == [
         "before the run: nil",
         "1 entry", "2 beforeTimers", "3 beforeSources",
-        "in block: 3", "3 callout:block",
-        "in source: 4", "4 callout:source",
-        "in watch: 9", "9 callout:pipe",
+        "in block: 3", "3 callout:block:block",
+        "in source: 4", "4 callout:source:source",
+        "in watch: 9", "9 callout:port:pipe",
         "10 exit",
         "after the run: nil",
       ])
@@ -69,7 +50,7 @@ struct CurrentStepTests {
   @Test func aRunThatSleepsReportsSixAndEightAroundTheSleep() throws {
     let pipe = Pipe()
     let log = try onNewThread { loop -> [String] in
-      let recorder = StepRecorder()
+      let recorder = LoopRecorder([.activities, .callouts])
       let watch = DescriptorWatch(fileDescriptor: pipe.readEnd, name: "pipe") { _ in
         _ = pipe.readByte()
         loop.stop()
@@ -77,19 +58,19 @@ struct CurrentStepTests {
       try loop.add(watch, mode: .default)
       loop.addInstrument(recorder)
       let writer = RunLoopThread(name: "writer") { _ in
-        guard eventually(10, { recorder.log.contains("6 beforeWaiting") }) else { return }
+        guard eventually(10, { recorder.stepLog.contains("6 beforeWaiting") }) else { return }
         pipe.writeByte()
       }
       try writer.start()
       try loop.run(mode: .default, timeout: .seconds(20))
       try writer.join()
       loop.removeInstrument(recorder)
-      return recorder.log
+      return recorder.stepLog
     }
     #expect(
       log == [
         "1 entry", "2 beforeTimers", "3 beforeSources", "6 beforeWaiting", "8 afterWaiting",
-        "9 callout:pipe", "10 exit",
+        "9 callout:port:pipe", "10 exit",
       ])
   }
 
@@ -97,7 +78,7 @@ struct CurrentStepTests {
   // over, and the nested run's steps are its own.
   @Test func aNestedRunGivesBackTheStepOfTheCalloutThatRanIt() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = StepRecorder()
+      let recorder = LoopRecorder([.activities, .callouts])
       let inner = CustomInputSource(name: "inner") { recorder.mark("in inner: \(step())") }
       try loop.add(inner, mode: "nested")
       let outer = CustomInputSource(name: "outer") {
@@ -108,7 +89,7 @@ struct CurrentStepTests {
       try loop.add(outer, mode: .default)
       outer.signal()
       try loop.run(mode: .default, timeout: .zero)
-      return recorder.log
+      return recorder.stepLog
     }
     #expect(log == ["in inner: 4", "back in outer: 4"])
   }

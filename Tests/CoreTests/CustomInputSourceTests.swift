@@ -6,7 +6,7 @@ import Testing
 struct CustomInputSourceTests {
   @Test func scheduleRunsOnAddPerformOnSignalAndCancelOnRemove() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let source = CustomInputSource(
         name: "s",
         schedule: { scheduledLoop, mode in
@@ -41,7 +41,7 @@ struct CustomInputSourceTests {
       let performed = GuardedState(false)
       let source = CustomInputSource { performed.withLock { $0 = true } }
       try loop.add(source, mode: .default)
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       loop.addInstrument(recorder)
       let signaller = RunLoopThread(name: "signaller") { _ in
         while !recorder.log.contains("beforeWaiting") { usleep(200) }
@@ -68,7 +68,7 @@ struct CustomInputSourceTests {
       let thread = RunLoopThread(name: "loop\(index)") { thread in
         let loop = thread.runLoop
         try loop.add(source, mode: .default)
-        let recorder = Recorder()
+        let recorder = LoopRecorder()
         loop.addInstrument(recorder)
         ready.withLock { $0 += 1 }
         let result = try loop.run(
@@ -92,7 +92,7 @@ struct CustomInputSourceTests {
 
   @Test func sourcesInOneLoopRunInAscendingOrderWithTiesInSignalOrder() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let sources = [("c", 2), ("a", 0), ("b1", 1), ("b2", 1)].map { name, order in
         CustomInputSource(name: name, order: order) { recorder.mark(name) }
       }
@@ -139,33 +139,23 @@ struct CustomInputSourceTests {
       loop -> (ContinuousClock.Instant?, ContinuousClock.Instant) in
       let source = CustomInputSource(name: "job") {}
       try loop.add(source, mode: .default)
-      let first = DueTimeRecorder()
+      let first = LoopRecorder(.callouts)
       loop.addInstrument(first)
       source.signal()
       try loop.run(mode: .default, timeout: .zero)
       loop.removeInstrument(first)
       let secondSignal = ContinuousClock.now
       source.signal()
-      let second = DueTimeRecorder()
+      let second = LoopRecorder(.callouts)
       loop.addInstrument(second)
       try loop.run(mode: .default, timeout: .zero)
       loop.removeInstrument(second)
-      #expect(first.dueTimes.count == 1 && first.dueTimes[0] != nil)
-      #expect(second.dueTimes.count == 1)
-      return (second.dueTimes.first ?? nil, secondSignal)
+      let firstDue = first.callouts(.source).map(\.dueAt)
+      let secondDue = second.callouts(.source).map(\.dueAt)
+      #expect(firstDue.count == 1 && firstDue[0] != nil)
+      #expect(secondDue.count == 1)
+      return (secondDue.first ?? nil, secondSignal)
     }
     if let dueAt { #expect(dueAt >= secondSignal) }
-  }
-}
-
-/// Records the due time of every source call-out.
-private final class DueTimeRecorder: RunLoopInstrument, Sendable {
-  let interests: InstrumentInterests = .callouts
-  private let recorded = GuardedState<[ContinuousClock.Instant?]>([])
-  var dueTimes: [ContinuousClock.Instant?] { recorded.withLock { $0 } }
-
-  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
-    guard callout.kind == .source else { return }
-    recorded.withLock { $0.append(callout.dueAt) }
   }
 }

@@ -18,7 +18,7 @@ struct DescriptorAndLifecycleEdgeTests {
       let watch = DescriptorWatch(fileDescriptor: readEnd, name: "hup") { _ in }
       try loop.add(watch, mode: "other")
       try loop.add(CustomInputSource {}, mode: .default)
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       loop.addInstrument(recorder)
       try loop.run(mode: .default, timeout: .milliseconds(200))
       watch.invalidate()

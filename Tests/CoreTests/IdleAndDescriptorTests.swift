@@ -6,7 +6,7 @@ import Testing
 struct IdleAndDescriptorTests {
   @Test func idleLoopMakesOnePassAndSleepsUntilTheTimeout() throws {
     let passes = try onNewThread { loop -> Int in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       try loop.add(CustomInputSource {}, mode: .default)
       loop.addInstrument(recorder)
       try loop.run(mode: .default, timeout: .milliseconds(300))
@@ -75,7 +75,7 @@ struct IdleAndDescriptorTests {
       try loop.add(watch, mode: other)
       try loop.add(CustomInputSource {}, mode: .default)
       pipe.writeByte()
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       loop.addInstrument(recorder)
       try loop.run(mode: .default, timeout: .milliseconds(200))
       let passes = recorder.log.filter { $0 == "beforeTimers" }.count
@@ -136,10 +136,10 @@ struct IdleAndDescriptorTests {
 private final class OrderedInstrument: RunLoopInstrument, @unchecked Sendable {
   let name: String
   let notificationOrder: Int
-  let log: Recorder
+  let log: LoopRecorder
   var interests: InstrumentInterests { .activities }
 
-  init(_ name: String, order: Int, log: Recorder) {
+  init(_ name: String, order: Int, log: LoopRecorder) {
     self.name = name
     self.notificationOrder = order
     self.log = log
@@ -154,7 +154,7 @@ private final class OrderedInstrument: RunLoopInstrument, @unchecked Sendable {
 struct InstrumentTests {
   @Test func instrumentsHearEventsByNotificationOrderThenAttachmentOrder() throws {
     let log = try onNewThread { loop -> [String] in
-      let log = Recorder()
+      let log = LoopRecorder()
       try loop.add(CustomInputSource {}, mode: .default)
       loop.addInstrument(OrderedInstrument("late", order: 10, log: log))
       loop.addInstrument(OrderedInstrument("first", order: 0, log: log))

@@ -270,7 +270,7 @@ struct LoopExecutorTests {
   }
 
   @Test func jobsAreTracedAsCallOutsOfKindJob() async throws {
-    let recorder = Recorder(.callouts)
+    let recorder = LoopRecorder(.callouts)
     let worker = try startLoopThread(name: "traced-jobs") { $0.addInstrument(recorder) }
     defer { stopLoopThread(worker) }
     let actor = PinnedRecorder(on: worker.runLoop)

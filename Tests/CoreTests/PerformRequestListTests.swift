@@ -133,7 +133,7 @@ struct PerformRequestListTests {
   // requests (also one queued by the running request), and the outer batch goes on after it.
   @Test func aNestedRunInAnotherModeLeavesTheOuterBatchToTheOuterRun() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let other: LoopMode = "other"
       try loop.add(CustomInputSource {}, mode: other)
       loop.perform(inModes: [other]) { recorder.mark("other 1") }
@@ -156,7 +156,7 @@ struct PerformRequestListTests {
 
   @Test func stopFromARequestEndsTheRunAfterTheRestOfItsBatch() throws {
     let (result, log) = try onNewThread { loop -> (RunResult, [String]) in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       try loop.add(CustomInputSource {}, mode: .default)
       loop.perform {
         recorder.mark("a")
@@ -172,7 +172,7 @@ struct PerformRequestListTests {
 
   @Test func anInstrumentAttachedByARequestHearsTheRestOfTheBatch() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder(.callouts)
+      let recorder = LoopRecorder(.callouts)
       loop.perform { loop.addInstrument(recorder) }
       loop.perform(name: "second") {}
       loop.perform {}

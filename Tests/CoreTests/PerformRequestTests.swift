@@ -10,7 +10,7 @@ struct PerformRequestTests {
   // in the batch that was taken at step 3 (CFRunLoop behaves the same way).
   @Test func requestsRunInFIFOOrderAndAllQueuedBeforeAPassRunInIt() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       for index in 0..<5 {
         loop.perform { recorder.mark("p\(index)") }
       }
@@ -30,7 +30,7 @@ struct PerformRequestTests {
 
   @Test func requestsWaitForOneOfTheirModes() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let special: LoopMode = "special"
       try loop.add(CustomInputSource {}, mode: special)
       try loop.add(CustomInputSource {}, mode: .default)
@@ -79,7 +79,7 @@ struct PerformRequestTests {
 
   @Test func performAndWaitOnTheOwnThreadRunsInlineInsteadOfDeadlocking() throws {
     let order = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       try loop.performAndWait { recorder.mark("inline") }
       recorder.mark("after")
       return recorder.log
@@ -110,7 +110,7 @@ struct PerformRequestTests {
   @Test func cancelledRequestNeverRuns() throws {
     let (log, cancelledFirst, cancelledAgain, state) = try onNewThread {
       loop -> ([String], Bool, Bool, PerformRequest.State) in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let doomed = loop.perform { recorder.mark("doomed") }
       loop.perform { recorder.mark("kept") }
       let first = doomed.cancel()

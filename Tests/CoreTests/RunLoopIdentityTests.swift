@@ -50,7 +50,7 @@ struct ModeTests {
 
   @Test func sourceInCommonModesJoinsModesAddedLater() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let source = CustomInputSource(
         name: "c", schedule: { _, mode in recorder.mark("schedule:\(mode)") },
         cancel: { _, mode in recorder.mark("cancel:\(mode)") }
@@ -98,7 +98,7 @@ struct ModeTests {
 
   @Test func sourceSignalledWhileItsModeIsNotRunningFiresWhenTheModeRuns() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let other: LoopMode = "other"
       let held = CustomInputSource(name: "held") { recorder.mark("held") }
       let keepAlive = CustomInputSource(name: "keep") {}
@@ -180,7 +180,7 @@ struct RunAPITests {
 
   @Test func stopEndsOnlyTheInnermostRun() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let inner = CustomInputSource(name: "inner") {
         EventRunLoop.current.stop()
       }
@@ -210,7 +210,7 @@ struct RunAPITests {
 
   @Test func nestedRunsWorkFromAnyCalloutInAnyMode() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let modal: LoopMode = "modal"
       let modalSource = CustomInputSource(name: "modal") { recorder.mark("modal") }
       try loop.add(modalSource, mode: modal)

@@ -6,7 +6,7 @@ import Testing
 struct SequenceOfEventsTests {
   @Test func emptyModeReturnsFinishedBeforeAnyActivity() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       loop.addInstrument(recorder)
       let result = try loop.run(mode: .default, timeout: .milliseconds(50))
       recorder.mark("result:\(result)")
@@ -17,7 +17,7 @@ struct SequenceOfEventsTests {
 
   @Test func signalledSourceRunsAfterBeforeSourcesAndTheRunTimesOut() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder([.activities, .callouts])
+      let recorder = LoopRecorder([.activities, .callouts])
       let source = CustomInputSource(name: "s") { recorder.mark("perform") }
       try loop.add(source, mode: .default)
       source.signal()
@@ -35,7 +35,7 @@ struct SequenceOfEventsTests {
 
   @Test func returnAfterSourceHandledRunsOnlyTheLowestOrderSource() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let late = CustomInputSource(name: "five", order: 5) { recorder.mark("five") }
       let early = CustomInputSource(name: "one", order: 1) { recorder.mark("one") }
       try loop.add(late, mode: .default)
@@ -59,7 +59,7 @@ struct SequenceOfEventsTests {
 
   @Test func zeroTimeoutNeverSleepsNorReportsWaiting() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let source = CustomInputSource { recorder.mark("perform") }
       try loop.add(source, mode: .default)
       loop.addInstrument(recorder)
@@ -79,7 +79,7 @@ struct SequenceOfEventsTests {
 
   @Test func wakeUpRestartsThePassWithoutEndingTheRun() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let source = CustomInputSource { recorder.mark("perform") }
       try loop.add(source, mode: .default)
       let woken = GuardedState(false)
@@ -107,7 +107,7 @@ struct SequenceOfEventsTests {
 
   @Test func performRequestsRunBeforeSourcesAndNeverCountAsHandled() throws {
     let log = try onNewThread { loop -> [String] in
-      let recorder = Recorder()
+      let recorder = LoopRecorder()
       let source = CustomInputSource { recorder.mark("source") }
       try loop.add(source, mode: .default)
       loop.perform { recorder.mark("block1") }

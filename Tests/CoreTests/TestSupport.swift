@@ -3,32 +3,6 @@ import Glibc
 import RunLoopCore
 @_exported import RunLoopTestSupport
 
-/// Records what a loop tells its instruments, plus marks the test adds, in order.
-final class Recorder: RunLoopInstrument, @unchecked Sendable {
-  let interests: InstrumentInterests
-  private let events = GuardedState<[String]>([])
-
-  init(_ interests: InstrumentInterests = .activities) {
-    self.interests = interests
-  }
-
-  func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
-    events.withLock { $0.append(activity.name) }
-  }
-
-  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
-    events.withLock { $0.append("callout:\(callout.kind):\(callout.name)") }
-  }
-
-  func mark(_ text: String) {
-    events.withLock { $0.append(text) }
-  }
-
-  var log: [String] { events.withLock { $0 } }
-
-  func clear() { events.withLock { $0.removeAll() } }
-}
-
 /// A pipe whose ends are closed when the value is released.
 final class Pipe: Sendable {
   let readEnd: Int32

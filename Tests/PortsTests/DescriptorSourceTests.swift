@@ -149,14 +149,14 @@ struct DescriptorSourceTests {
       pipe.write([1])
       // The default mode runs, the descriptor is ready but not in it: no call-out, and the
       // loop sleeps through the timeout rather than waking on the held descriptor.
-      let wakes = WakeCounter()
+      let wakes = LoopRecorder()
       loop.addInstrument(wakes)
       let result = try loop.run(mode: .default, timeout: .milliseconds(50))
       loop.removeInstrument(wakes)
       #expect(result == .timedOut)
       #expect(reads.withLock { $0 } == 0)
       // One wake-up sets the descriptor aside; a spinning loop would wake thousands of times.
-      #expect(wakes.count <= 3)
+      #expect(wakes.wakeUps <= 3)
       let handled = try loop.run(
         mode: "tracking", timeout: .seconds(5), returnAfterSourceHandled: true)
       #expect(handled == .handledSource)
@@ -165,17 +165,5 @@ struct DescriptorSourceTests {
     }
     #expect(reads.withLock { $0 } == 1)
     close(pipe.writeEnd)
-  }
-}
-
-/// Counts how often a loop wakes from its sleep.
-private final class WakeCounter: RunLoopInstrument {
-  let interests: InstrumentInterests = .activities
-  private let wakes = GuardedState(0)
-
-  var count: Int { wakes.withLock { $0 } }
-
-  func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
-    if activity == .afterWaiting { wakes.withLock { $0 += 1 } }
   }
 }

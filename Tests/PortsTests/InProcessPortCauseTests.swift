@@ -6,27 +6,17 @@ import RunLoopTestSupport
 import Testing
 
 /// Keeps the call-out records a loop reports.
-private final class Callouts: RunLoopInstrument, Sendable {
-  let interests: InstrumentInterests = .callouts
-  private let recorded = GuardedState<[CalloutRecord]>([])
-  var records: [CalloutRecord] { recorded.withLock { $0 } }
-
-  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
-    recorded.withLock { $0.append(callout) }
-  }
-}
-
 @Suite("In-process port messages and their causes")
 struct InProcessPortCauseTests {
   @Test func eachMessageRunsInItsOwnPortCalloutNamingTheSendingCalloutAsItsCause() throws {
-    let receiverLog = Callouts()
+    let receiverLog = LoopRecorder(.callouts)
     let port = try InProcessPort(name: "inbox") { _ in }
     let receiver = try startLoopThread("receiver") { loop in
       loop.addInstrument(receiverLog)
       try port.add(to: loop, mode: .default)
     }
     let sender = try startLoopThread("sender")
-    let senderLog = Callouts()
+    let senderLog = LoopRecorder(.callouts)
     sender.runLoop.addInstrument(senderLog)
     sender.runLoop.perform(name: "send") {
       try? port.send(msgid: 1, before: .now + .seconds(5))
@@ -53,7 +43,7 @@ struct InProcessPortCauseTests {
   // delivers it: those messages are call-outs of the loop too, each with its record.
   @Test func messagesANestedRunDeliversFromTheOuterBatchAreCalloutsToo() throws {
     let delivered = try onNewThread("nested") { loop -> Int in
-      let log = Callouts()
+      let log = LoopRecorder(.callouts)
       loop.addInstrument(log)
       defer { loop.removeInstrument(log) }
       let portBox = GuardedState<InProcessPort?>(nil)

@@ -362,7 +362,7 @@ struct NamedPortRequestsTests {
   @Test func aReplyFromTheSequenceCarriesTheRequestsTraceBackFromTheCalloutThatSentIt()
     async throws
   {
-    let log = PortCalloutLog()
+    let log = LoopRecorder(.callouts)
     try await withRequestsServer("traced", instrument: log) { fixture in
       let helper = try HelperProcess(
         ["ports-traced-request", fixture.temporary.directory, "traced"])

@@ -5,18 +5,6 @@ import RunLoopPorts
 import Testing
 
 /// Keeps every call-out record of the loops it is attached to, in order.
-final class PortCalloutLog: RunLoopInstrument, Sendable {
-  let interests: InstrumentInterests = .callouts
-  private let recorded = GuardedState<[CalloutRecord]>([])
-  var records: [CalloutRecord] { recorded.withLock { $0 } }
-
-  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
-    recorded.withLock { $0.append(callout) }
-  }
-
-  func first(named name: String) -> CalloutRecord? { records.first { $0.name == name } }
-}
-
 /// A version-2 frame carries the sending call-out's span and trace id; the server's
 /// handler runs in a call-out caused by it, and the reply's receipt is a call-out caused by
 /// the handler.
@@ -26,7 +14,7 @@ struct NamedPortTraceContextTests {
     throws
   {
     let temporary = try TemporaryRegistry()
-    let log = PortCalloutLog()
+    let log = LoopRecorder(.callouts)
     let seen = GuardedState<[NamedPortMessage]>([])
     let server = try NamedPortServer(name: "traced", registry: temporary.registry) { message in
       seen.withLock { $0.append(message) }
@@ -66,8 +54,8 @@ struct NamedPortTraceContextTests {
 
   @Test func requestsFromOneCalloutShareOneTraceAndCalloutsWithATraceKeepIt() throws {
     let temporary = try TemporaryRegistry()
-    let serverLog = PortCalloutLog()
-    let clientLog = PortCalloutLog()
+    let serverLog = LoopRecorder(.callouts)
+    let clientLog = LoopRecorder(.callouts)
     let server = try NamedPortServer(name: "relay", registry: temporary.registry) { message in
       message.data
     }
@@ -103,7 +91,7 @@ struct NamedPortTraceContextTests {
 
   @Test func framesSentOutsideTracedCalloutsCarryNoContext() throws {
     let temporary = try TemporaryRegistry()
-    let log = PortCalloutLog()
+    let log = LoopRecorder(.callouts)
     let seen = GuardedState<[NamedPortMessage]>([])
     let server = try NamedPortServer(name: "plain", registry: temporary.registry) { message in
       seen.withLock { $0.append(message) }

@@ -6,24 +6,11 @@ import Synchronization
 import Testing
 
 /// Counts a loop's timer call-outs by name, with the pass each ran in.
-private final class TimerCallouts: RunLoopInstrument, Sendable {
-  private let seen = GuardedState<[(name: String, iteration: UInt64)]>([])
-  var interests: InstrumentInterests { .callouts }
-  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
-    guard callout.kind == .timer else { return }
-    seen.withLock { $0.append((callout.name, info.iteration)) }
-  }
-  func count(_ name: String) -> Int { seen.withLock { $0.filter { $0.name == name }.count } }
-  func iterations(_ name: String) -> [UInt64] {
-    seen.withLock { $0.filter { $0.name == name }.map(\.iteration) }
-  }
-}
-
 @Suite("Timers for tasks: ticks and sleep")
 struct AsyncTimerTests {
   @Test func ticksArriveInOrderAndLeavingTheLoopInvalidatesTheTimer() async throws {
-    let callouts = TimerCallouts()
-    let worker = try startLoopThread(name: "ticks") { $0.addInstrument(callouts) }
+    let recorder = LoopRecorder(.callouts)
+    let worker = try startLoopThread(name: "ticks") { $0.addInstrument(recorder) }
     defer { stopLoopThread(worker) }
     let ticks = worker.runLoop.ticks(every: .milliseconds(5), name: "tick-order")
     var seen: [ContinuousClock.Instant] = []
@@ -36,9 +23,9 @@ struct AsyncTimerTests {
     #expect(ticks.isFinished)
     // The timer is gone: its call-outs stop (after the record of one that was running).
     try await Task.sleep(for: .milliseconds(20))
-    let fired = callouts.count("tick-order")
+    let fired = recorder.callouts(.timer, named: "tick-order").count
     try await Task.sleep(for: .milliseconds(50))
-    #expect(callouts.count("tick-order") == fired)
+    #expect(recorder.callouts(.timer, named: "tick-order").count == fired)
   }
 
   @Test func aSlowConsumerFindsTheLatestTickAndTheMissedOnesAreCounted() async throws {
@@ -54,8 +41,8 @@ struct AsyncTimerTests {
   }
 
   @Test func cancellingTheConsumingTaskEndsTheTicks() async throws {
-    let callouts = TimerCallouts()
-    let worker = try startLoopThread(name: "cancel-ticks") { $0.addInstrument(callouts) }
+    let recorder = LoopRecorder(.callouts)
+    let worker = try startLoopThread(name: "cancel-ticks") { $0.addInstrument(recorder) }
     defer { stopLoopThread(worker) }
     let ticks = worker.runLoop.ticks(every: .milliseconds(5), name: "cancelled-ticks")
     let consumer = Task {
@@ -63,29 +50,30 @@ struct AsyncTimerTests {
       for await _ in ticks { count += 1 }
       return count
     }
-    #expect(await eventuallyAsync { callouts.count("cancelled-ticks") >= 2 })
+    #expect(
+      await eventuallyAsync { recorder.callouts(.timer, named: "cancelled-ticks").count >= 2 })
     consumer.cancel()
     _ = await consumer.value
     #expect(ticks.isFinished)
     try await Task.sleep(for: .milliseconds(20))
-    let fired = callouts.count("cancelled-ticks")
+    let fired = recorder.callouts(.timer, named: "cancelled-ticks").count
     try await Task.sleep(for: .milliseconds(50))
-    #expect(callouts.count("cancelled-ticks") == fired)
+    #expect(recorder.callouts(.timer, named: "cancelled-ticks").count == fired)
   }
 
   @Test func aTickSequenceReleasedWithoutBeingIteratedInvalidatesItsTimer() async throws {
-    let callouts = TimerCallouts()
-    let worker = try startLoopThread(name: "dropped-ticks") { $0.addInstrument(callouts) }
+    let recorder = LoopRecorder(.callouts)
+    let worker = try startLoopThread(name: "dropped-ticks") { $0.addInstrument(recorder) }
     defer { stopLoopThread(worker) }
     do {
       let ticks = worker.runLoop.ticks(every: .milliseconds(5), name: "dropped")
-      #expect(await eventuallyAsync { callouts.count("dropped") >= 2 })
+      #expect(await eventuallyAsync { recorder.callouts(.timer, named: "dropped").count >= 2 })
       #expect(!ticks.isFinished)
     }
     try await Task.sleep(for: .milliseconds(20))
-    let fired = callouts.count("dropped")
+    let fired = recorder.callouts(.timer, named: "dropped").count
     try await Task.sleep(for: .milliseconds(50))
-    #expect(callouts.count("dropped") == fired)
+    #expect(recorder.callouts(.timer, named: "dropped").count == fired)
   }
 
   @Test func ticksOnALoopWhoseThreadExitedEndAtOnce() async throws {
@@ -96,28 +84,34 @@ struct AsyncTimerTests {
   }
 
   @Test func sleepResumesFromALoopTimerAfterItsDuration() async throws {
-    let callouts = TimerCallouts()
-    let worker = try startLoopThread(name: "sleep") { $0.addInstrument(callouts) }
+    let recorder = LoopRecorder(.callouts)
+    let worker = try startLoopThread(name: "sleep") { $0.addInstrument(recorder) }
     defer { stopLoopThread(worker) }
     let start = ContinuousClock.now
     try await worker.runLoop.sleep(for: .milliseconds(20))
     #expect(ContinuousClock.now - start >= .milliseconds(20))
-    #expect(await eventuallyAsync { callouts.count("sleep") == 1 })
+    #expect(await eventuallyAsync { recorder.callouts(.timer, named: "sleep").count == 1 })
   }
 
   @Test func aSleepWithToleranceWakesWithAnotherTimerOfItsWindow() async throws {
     // A plain timer at 150 ms and a sleep of 60 ms that tolerates 120 ms: the idle loop
     // wakes once, for the timer, and ends the sleep in the same pass. (Long enough that the
     // loop is asleep again, even under ThreadSanitizer, before the sleep's window opens.)
-    let callouts = TimerCallouts()
-    let worker = try startLoopThread(name: "tolerant-sleep") { $0.addInstrument(callouts) }
+    let recorder = LoopRecorder(.callouts)
+    let worker = try startLoopThread(name: "tolerant-sleep") { $0.addInstrument(recorder) }
     defer { stopLoopThread(worker) }
     let loop = worker.runLoop
     let timer = try LoopTimer(fireAt: .now + .milliseconds(150), name: "anchor") { _ in }
     try loop.add(timer, mode: .default)
     try await loop.sleep(for: .milliseconds(60), tolerance: .milliseconds(120))
-    #expect(await eventuallyAsync { callouts.count("anchor") == 1 && callouts.count("sleep") == 1 })
-    #expect(callouts.iterations("anchor") == callouts.iterations("sleep"))
+    #expect(
+      await eventuallyAsync {
+        recorder.callouts(.timer, named: "anchor").count == 1
+          && recorder.callouts(.timer, named: "sleep").count == 1
+      })
+    #expect(
+      recorder.callouts(.timer, named: "anchor").map(\.iteration)
+        == recorder.callouts(.timer, named: "sleep").map(\.iteration))
   }
 
   @Test func aSleepWaitsWhileTheLoopRunsAnotherMode() async throws {
@@ -147,14 +141,14 @@ struct AsyncTimerTests {
   }
 
   @Test func cancellingASleepingTaskThrowsCancellationAndInvalidatesTheTimer() async throws {
-    let callouts = TimerCallouts()
-    let worker = try startLoopThread(name: "cancel-sleep") { $0.addInstrument(callouts) }
+    let recorder = LoopRecorder(.callouts)
+    let worker = try startLoopThread(name: "cancel-sleep") { $0.addInstrument(recorder) }
     defer { stopLoopThread(worker) }
     let sleeper = Task { try await worker.runLoop.sleep(for: .seconds(60)) }
     try await Task.sleep(for: .milliseconds(20))
     sleeper.cancel()
     await #expect(throws: CancellationError.self) { try await sleeper.value }
-    #expect(callouts.count("sleep") == 0)
+    #expect(recorder.callouts(.timer, named: "sleep").count == 0)
   }
 
   @Test func sleepingOnALoopWhoseThreadExitedThrows() async throws {

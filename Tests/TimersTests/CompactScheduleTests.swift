@@ -39,7 +39,7 @@ struct CompactScheduleTests {
     let interval = Duration.milliseconds(3) + Duration(attoseconds: 3)
     let (first, callouts) = try onNewThread {
       loop -> (ContinuousClock.Instant, [LoopRecorder.Callout]) in
-      let recorder = LoopRecorder()
+      let recorder = LoopRecorder([.activities, .callouts])
       loop.addInstrument(recorder)
       let first = ContinuousClock.now + .milliseconds(5) + Duration(attoseconds: 7)
       let counter = Counter()
@@ -180,7 +180,7 @@ struct SubnanosecondDateTests {
   @Test func timerWithDateBelowTheNanosecondFiresAtItsExactDateNeverBefore() throws {
     let (date, callouts) = try onNewThread {
       loop -> (ContinuousClock.Instant, [LoopRecorder.Callout]) in
-      let recorder = LoopRecorder()
+      let recorder = LoopRecorder([.activities, .callouts])
       loop.addInstrument(recorder)
       let date = ContinuousClock.now + .milliseconds(5) + Duration(attoseconds: 1)
       let timer = try LoopTimer(fireAt: date, name: "fraction") { _ in }

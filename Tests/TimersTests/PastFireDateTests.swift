@@ -22,7 +22,7 @@ struct PastFireDateTests {
     let interval = Duration.milliseconds(30)
     let (before, after, dues) = try onNewThread {
       loop -> (ContinuousClock.Instant, ContinuousClock.Instant, [ContinuousClock.Instant]) in
-      let recorder = LoopRecorder()
+      let recorder = LoopRecorder([.activities, .callouts])
       loop.addInstrument(recorder)
       let counter = Counter()
       let before = ContinuousClock.now

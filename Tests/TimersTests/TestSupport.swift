@@ -4,36 +4,6 @@ import RunLoopCore
 
 @testable import RunLoopTimers
 
-/// Records what a loop tells its instruments: activities and call-outs with their pass.
-final class LoopRecorder: RunLoopInstrument, @unchecked Sendable {
-  struct Callout: Sendable {
-    let name: String
-    let start: ContinuousClock.Instant
-    let dueAt: ContinuousClock.Instant?
-    let iteration: UInt64
-  }
-
-  let interests: InstrumentInterests = [.activities, .callouts]
-  private let activities = GuardedState<[LoopActivity]>([])
-  private let callouts = GuardedState<[Callout]>([])
-
-  func runLoop(_ loop: EventRunLoop, didReach activity: LoopActivity, _ info: LoopPassInfo) {
-    activities.withLock { $0.append(activity) }
-  }
-
-  func runLoop(_ loop: EventRunLoop, didCallOut callout: CalloutRecord, _ info: LoopPassInfo) {
-    guard callout.kind == .timer else { return }
-    let record = Callout(
-      name: callout.name, start: callout.start, dueAt: callout.dueAt, iteration: info.iteration)
-    callouts.withLock { $0.append(record) }
-  }
-
-  /// How many times the loop woke from a sleep.
-  var wakeUps: Int { activities.withLock { $0.filter { $0 == .afterWaiting }.count } }
-
-  var timerCallouts: [Callout] { callouts.withLock { $0 } }
-}
-
 /// A thread-safe list of strings, for recording the order of call-outs.
 final class EventLog: Sendable {
   private let entries = GuardedState<[String]>([])

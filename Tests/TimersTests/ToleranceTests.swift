@@ -10,7 +10,7 @@ struct ToleranceTests {
     -> (wakeUps: Int, callouts: [LoopRecorder.Callout])
   {
     try onNewThread { loop in
-      let recorder = LoopRecorder()
+      let recorder = LoopRecorder([.activities, .callouts])
       let base = ContinuousClock.now + .milliseconds(20)
       for index in 0..<count {
         let timer = try LoopTimer(
@@ -101,7 +101,7 @@ struct ToleranceTests {
   @Test func tolerantTimersOnAnIdleLoopStartInsideTheirWindows() throws {
     let tolerance = Duration.milliseconds(200)
     let callouts = try onNewThread { loop -> [LoopRecorder.Callout] in
-      let recorder = LoopRecorder()
+      let recorder = LoopRecorder([.activities, .callouts])
       loop.addInstrument(recorder)
       // Windows 400 ms apart: none overlaps another, so each needs its own wake-up.
       let base = ContinuousClock.now + .milliseconds(30)
