@@ -30,6 +30,8 @@ final class DemoService: @unchecked Sendable {
     var jsonLogPath: String
     var journal: Bool
     var journalSocket: String?
+    /// journald's budget for the service, shared among the loops' sinks.
+    var journalBudget = JournalBudgetArgument(.journaldDefault)
     var identifier: String
     /// One bound for writing out every trace sink at shutdown (the JSON log first).
     var shutdownTimeout: Duration = .seconds(5)
@@ -136,7 +138,12 @@ final class DemoService: @unchecked Sendable {
       if PerLoopJournal.journalAnswers(at: socketPath) {
         let destination: JournalSink.Destination =
           options.journalSocket.map { .socket(path: $0) } ?? .systemJournal
-        journal = PerLoopJournal(identifier: options.identifier, destination: destination)
+        // Every loop (the main loop and each worker's) has a sink; each gets its share.
+        let share = options.journalBudget.share(among: options.workers + 1)
+        journal = PerLoopJournal(identifier: options.identifier, destination: destination) {
+          identifier, destination throws(RunLoopError) in
+          try JournalSink(identifier: identifier, destination: destination, rateLimit: share)
+        }
         sinks.append(journal!)
         // Made before the tracer is attached: the provider turns the loop context on.
         let provider = Logger.MetadataProvider.runLoop()

@@ -90,6 +90,13 @@ struct RunCommand: ParsableCommand {
   var journalSocket: String?
 
   @Option(
+    name: .customLong("journal-rate-limit"),
+    help: ArgumentHelp(
+      "journald's limit for this service, as its RateLimitBurst=/RateLimitIntervalSec= say (10000/30s, journald's default), or none; the loops share it, and what is over it is dropped, counted and reported here instead of by journald.",
+      valueName: "burst/interval"))
+  var journalRateLimit = JournalBudgetArgument(.journaldDefault)
+
+  @Option(
     name: .customLong("stall-threshold"),
     help: ArgumentHelp(
       "Report any loop awake this long without sleeping (a stall watchdog; off without it).",
@@ -132,7 +139,8 @@ struct RunCommand: ParsableCommand {
     let service = DemoService(
       options: .init(
         workers: workers, duration: duration?.duration, jsonLogPath: jsonLog,
-        journal: !noJournal, journalSocket: journalSocket, identifier: identifier,
+        journal: !noJournal, journalSocket: journalSocket, journalBudget: journalRateLimit,
+        identifier: identifier,
         shutdownTimeout: shutdownTimeout.duration, fifoWait: fifoWait.duration,
         stallThreshold: stallThreshold?.duration, injectedStall: injectStall?.duration,
         injectedWorkerStall: injectWorkerStall?.duration, metricsAddress: try metricsEndpoint()))

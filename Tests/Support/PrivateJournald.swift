@@ -6,6 +6,9 @@ import RunLoopCore
 /// which listens on `/run/systemd/journal.NAME/socket`) started for one test and ended after
 /// it. A test that stops journald (SIGSTOP) stops this one, never the machine's journald,
 /// which every other test shares; and it is resumed and ended even when the test fails.
+/// A namespace reads its configuration only from `journald@NAME.conf` files, so `settings`
+/// (lines of the `[Journal]` section, such as `RateLimitBurst=20`) go into a drop-in under
+/// /run/systemd that configures this journald and no other.
 ///
 /// ```swift
 /// let journald = try PrivateJournald()
@@ -29,8 +32,12 @@ public final class PrivateJournald: @unchecked Sendable {
   /// The native-protocol socket.
   public var socketPath: String { "/run/systemd/journal.\(namespace)/socket" }
 
-  /// Starts the journald and waits (up to 10 s) until its socket exists.
-  public init() throws {
+  /// The drop-in directory of `settings`, if any.
+  private var dropIn: String { "/run/systemd/journald@\(namespace).conf.d" }
+
+  /// Starts the journald with `settings` (lines of its `[Journal]` section) and waits (up to
+  /// 10 s) until its socket exists.
+  public init(settings: [String] = []) throws {
     namespace = "rltest\(getpid())x\(UInt32.random(in: 0...UInt32.max))"
     process.executableURL = URL(fileURLWithPath: Self.program)
     process.arguments = [namespace]
@@ -38,6 +45,11 @@ public final class PrivateJournald: @unchecked Sendable {
     process.standardError = FileHandle.nullDevice
     process.standardInput = FileHandle.nullDevice
     ended = ProcessExitSignal(process)
+    if !settings.isEmpty {
+      try FileManager.default.createDirectory(atPath: dropIn, withIntermediateDirectories: true)
+      try (["[Journal]"] + settings + [""]).joined(separator: "\n")
+        .write(toFile: dropIn + "/test.conf", atomically: true, encoding: .utf8)
+    }
     try process.run()
     let deadline = ContinuousClock.now + .seconds(10)
     while access(socketPath, F_OK) != 0 {
@@ -78,11 +90,13 @@ public final class PrivateJournald: @unchecked Sendable {
     kill(pid, SIGCONT)
   }
 
-  /// The entries of `identifier` in this journal, as field dictionaries.
-  public func entries(identifier: String) throws -> [[String: String]] {
+  /// The entries of `identifier` in this journal (all of them without one), as field
+  /// dictionaries; fields journalctl prints as byte arrays (binary values) are left out.
+  public func entries(identifier: String? = nil) throws -> [[String: String]] {
     let result = try runProgram(
       "/usr/bin/journalctl",
-      ["--namespace=\(namespace)", "-t", identifier, "-o", "json", "--no-pager"])
+      ["--namespace=\(namespace)"] + (identifier.map { ["-t", $0] } ?? [])
+        + ["-o", "json", "--no-pager"])
     return try result.output.split(separator: "\n").map { line in
       let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
       return (object ?? [:]).compactMapValues { $0 as? String }
@@ -104,6 +118,7 @@ public final class PrivateJournald: @unchecked Sendable {
     }
     let fileManager = FileManager.default
     try? fileManager.removeItem(atPath: "/run/systemd/journal.\(namespace)")
+    try? fileManager.removeItem(atPath: dropIn)
     for directory in ["/var/log/journal", "/run/log/journal"] {
       for name in (try? fileManager.contentsOfDirectory(atPath: directory)) ?? []
       where name.hasSuffix("." + namespace) {
