@@ -35,9 +35,13 @@ extension Scenarios {
     }
     loop.add(observer, mode: mode)
     loop.add(oneShot, mode: mode)
+    // The sleep as a line of its own, at the step the loop reports for it.
+    let sleeps = SleepNarrator(narration, note: "until the timer's fire date")
+    loop.addInstrument(sleeps)
     defer {
       observer.invalidate()
       oneShot.invalidate()
+      loop.removeInstrument(sleeps)
     }
     let timer = try LoopTimer(fireAt: .now + .milliseconds(60), name: "tick") { _ in
       seen.withLock { $0.append("timer") }

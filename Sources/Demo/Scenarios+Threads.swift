@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopCore
 import RunLoopPorts
+import RunLoopTimers
 import Synchronization
 
 extension Scenarios {
@@ -48,6 +49,42 @@ extension Scenarios {
       replies.withLock { $0 } == ["ONE", "TWO", "THREE"], "3 replies, in the order sent")
     worker.runLoop.perform { worker.runLoop.stop() }
     try worker.join()
+
+    narration.say("A timer's handler sends a message to a port of its own loop: the port is")
+    narration.say("ready before the loop's next sleep, and that pass finds it in step 5.")
+    let recorder = PassStepRecorder()
+    let ownPort = try InProcessPort(name: "own.port") { message in
+      narration.event("own.port: message \(message.msgid)")
+      loop.stop()
+    }
+    try ownPort.add(to: loop, mode: .default)
+    let sender = try LoopTimer(fireAt: .now + .milliseconds(20), name: "send-to-own-port") { _ in
+      try? ownPort.send(msgid: 7, before: .now + .seconds(1))
+      narration.event("timer 'send-to-own-port' sent message 7 to own.port")
+    }
+    try loop.add(sender, mode: .default)
+    loop.addInstrument(recorder)
+    _ = try loop.run(mode: .default, timeout: .seconds(2))
+    loop.removeInstrument(recorder)
+    ownPort.invalidate()
+    let pass = recorder.passes.first { $0.steps.contains { $0.what == "port 'own.port'" } }
+    if let pass {
+      // The step that found the port, from the steps the loop reported in that pass: no
+      // source fired in step 4 and no step 6 means the non-blocking look of step 5 found it.
+      let fired = pass.steps.contains { $0.step == 4 }
+      let slept = pass.steps.contains { $0.step == 6 }
+      let passSteps = pass.steps.map(\.step).filter { $0 < 10 }
+      let reported = passSteps.map(String.init).joined(separator: " ")
+      narration.event(
+        "pass \(pass.iteration) reported steps \(reported): own.port was ready, no sleep",
+        at: .step(fired || slept ? 7 : 5))
+      narration.expect(
+        !fired && !slept && passSteps == [2, 3, 9],
+        "the pass that handled it went 2, 3, then the port at 9: found ready in step 5, it"
+          + " skipped steps 6 to 8")
+    } else {
+      narration.expect(false, "a pass handled the message sent to own.port")
+    }
 
     narration.say("A port with room for 2 messages, on a loop that is not running:")
     let small = try InProcessPort(name: "small", capacity: 2) { _ in }

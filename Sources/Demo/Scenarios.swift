@@ -144,8 +144,27 @@ enum Scenarios {
     let sleepWatch = LoopObserver(activities: .beforeWaiting, name: "asleep") { _, _ in
       asleep.store(true, ordering: .releasing)
     }
+    // After the wake-up: the worker's next steps, as its loop reports them.
+    let woken = Atomic<Int>(0)
+    let afterWake = LoopObserver(activities: [.afterWaiting, .beforeTimers], name: "after-wake") {
+      _, activity in
+      if activity == .afterWaiting,
+        woken.compareExchange(expected: 1, desired: 2, ordering: .relaxed).exchanged
+      {
+        narration.event("woken by wakeUp()", at: SequenceStep(activity))
+      } else if activity == .beforeTimers,
+        woken.compareExchange(expected: 2, desired: 3, ordering: .relaxed).exchanged
+      {
+        narration.event(
+          "back to step 2: step 9 had nothing to handle, the source waits for step 4",
+          at: SequenceStep(activity))
+      }
+    }
+    let sleeps = SleepNarrator(narration)
     let worker = RunLoopThread(name: "worker") { thread in
+      thread.runLoop.addInstrument(sleeps)
       thread.runLoop.add(sleepWatch, mode: .default)
+      thread.runLoop.add(afterWake, mode: .default)
       try thread.runLoop.add(source, mode: .default)
       try thread.runLoop.run()
     }
@@ -162,12 +181,20 @@ enum Scenarios {
     let beforeWake = performs.load(ordering: .relaxed)
     narration.expect(beforeWake == 0, "signal() alone did not wake the sleeping loop")
     narration.say("Now wake the loop (Listing 3-9: signal, then CFRunLoopWakeUp):")
+    woken.store(1, ordering: .relaxed)
     worker.runLoop.wakeUp()
     let deadline = ContinuousClock.now + .seconds(2)
     while handled.withLock({ $0.count }) < 3 && ContinuousClock.now < deadline { usleep(5_000) }
     narration.expect(
       performs.load(ordering: .relaxed) == 1 && handled.withLock({ $0 }).count == 3,
       "one perform handled all 3 commands, in order")
+    let lines = narration.eventLines
+    let back = lines.firstIndex { $0.hasPrefix("back to step 2") }
+    let perform = lines.firstIndex { $0.hasPrefix("perform: drained") }
+    narration.expect(
+      back != nil && perform != nil && back! < perform!,
+      "woken, the loop went back to step 2 before it performed the source")
+    afterWake.invalidate()
     narration.say("Invalidate the source, then stop the worker:")
     source.invalidate()
     worker.runLoop.perform { worker.runLoop.stop() }

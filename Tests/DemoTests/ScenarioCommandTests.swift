@@ -85,13 +85,14 @@ struct ScenarioCommandTests {
     #expect(check.problems().isEmpty, "\(check.problems())")
     let run = try #require(check.records.first?.run)
     #expect(result.stdout.contains("trace: run id \(run) in \(log)"))
-    // The main thread's loop and the worker thread's loop, each with its port's call-outs.
+    // The main thread's loop and the worker thread's loop, each with its ports' call-outs
+    // (the main loop's own.port is the one found ready in step 5).
     let threads = Dictionary(grouping: check.records, by: \.tid)
     #expect(threads.count == 2)
     let portsByThread = threads.mapValues { records in
       Set(records.filter { $0.calloutKind == "port" }.compactMap(\.calloutName))
     }
-    #expect(Set(portsByThread.values) == [["main.port"], ["worker.port"]])
+    #expect(Set(portsByThread.values) == [["main.port", "own.port"], ["worker.port"]])
     let svg = directory + "/ports.svg"
     let drawn = try runDemo(["trace", "timeline", log, "--svg", svg])
     #expect(drawn.status == 0, "\(drawn.stderr)")

@@ -76,8 +76,32 @@ struct ScenarioNarrationTests {
   @Test func observersScenarioShowsBeforeTimersBeforeTheSleepAndTheFireAfterTheWakeUp() throws {
     let output = try Self.run("observers")
     let steps = Self.events(output).map(\.step)
-    #expect(steps == [1, 2, 3, 6, 8, 9, 10], "\(output)")
+    #expect(steps == [1, 2, 3, 6, 7, 8, 9, 10], "\(output)")
     #expect(output.contains("The classic puzzle"))
+    let sleep = try #require(Self.events(output).first { $0.step == 7 })
+    #expect(sleep.text.hasPrefix("asleep for ") && sleep.text.contains(" ms"), "\(output)")
+  }
+
+  @Test func customSourceScenarioIsWokenThenGoesBackToStepTwoAndPerformsInStepFour() throws {
+    let output = try Self.run("custom-source")
+    let events = Self.events(output).filter { $0.thread == "worker" && $0.step != nil }
+    let steps = events.map(\.step)
+    // The sleep the wake-up ends, the wake-up, back to step 2, then the perform in step 4.
+    #expect(Array(steps.prefix(4)) == [7, 8, 2, 4], "\(output)")
+    #expect(events.count >= 4 && events[1].text == "woken by wakeUp()", "\(output)")
+    #expect(events.count >= 4 && events[2].text.hasPrefix("back to step 2"), "\(output)")
+    #expect(events.count >= 4 && events[3].text.hasPrefix("perform: drained 3 commands"))
+  }
+
+  @Test func portsScenarioShowsAPortReadyBeforeTheSleepFoundInStepFive() throws {
+    let output = try Self.run("ports")
+    let events = Self.events(output)
+    let sent = try #require(events.firstIndex { $0.text.hasPrefix("timer 'send-to-own-port'") })
+    let handled = try #require(events.firstIndex { $0.text == "own.port: message 7" })
+    let found = try #require(events.firstIndex { $0.step == 5 })
+    #expect(sent < handled && handled < found, "\(output)")
+    #expect(events[sent].step == 9 && events[handled].step == 9, "\(output)")
+    #expect(events[found].text.contains("reported steps 2 3 9: own.port was ready"), "\(output)")
   }
 
   @Test func timersGridScenarioShowsALateFireAndTheNextFireStillOnItsGrid() throws {
