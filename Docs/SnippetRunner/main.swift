@@ -280,6 +280,7 @@ let regions: [(name: String, coverage: Coverage)] = [
   ("using-run-variants", .runs { try onAThreadOfItsOwn(runVariantsExample) }),
   ("using-perform", .runs(performExample)),
   ("using-main", .runs(mainLoopExample)),
+  ("using-wait-for-main", .runs(waitForMainExample)),
   ("when-no-loop", .runs(noRunLoopExample)),
   ("when-periodic-worker", .runs(periodicWorkerExample)),
 ]

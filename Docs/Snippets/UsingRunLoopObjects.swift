@@ -72,3 +72,21 @@ package func mainLoopExample() throws {
   try EventRunLoop.main.run()  // returns .stopped once the main-actor job has run
   // end snippet
 }
+
+package func waitForMainExample() throws {
+  // snippet: using-wait-for-main
+  // On the main thread: a worker waits for the main loop, while this thread waits for it.
+  let worker = RunLoopThread(name: "worker") { _ in
+    do throws(RunLoopError) {
+      try EventRunLoop.main.performAndWait(deadline: .now + .milliseconds(200)) {
+        print("never: the main thread is in join(), not in its loop")
+      }
+    } catch {
+      print(error.code == .timedOut ? "timed out: the main loop never ran it" : "\(error)")
+    }
+  }
+  try worker.start()
+  try worker.join()  // returns once the worker's wait has timed out
+  print("joined")
+  // end snippet
+}

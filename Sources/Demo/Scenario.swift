@@ -37,6 +37,10 @@ struct Scenario: Sendable {
     Scenarios.stall,
     Scenarios.busyHandler,
     Scenarios.syncAsync,
+    Scenarios.mainSyncDeadlock,
+    Scenarios.queues,
+    Scenarios.threadExplosion,
+    Scenarios.joinableExit,
   ]
 
   static func named(_ name: String) -> Scenario? {

@@ -31,6 +31,10 @@ struct ScenarioCommandTests {
     "stall",
     "busy-handler",
     "sync-async",
+    "main-sync-deadlock",
+    "queues",
+    "thread-explosion",
+    "joinable-exit",
   ]
 
   @Test func listNamesEveryScenario() throws {

@@ -93,6 +93,64 @@ struct ScenarioNarrationTests {
     #expect(events.count >= 4 && events[3].text.hasPrefix("perform: drained 3 commands"))
   }
 
+  @Test func mainSyncDeadlockScenarioKillsTheStuckChildAndPerformAndWaitEndsAtItsDeadline()
+    throws
+  {
+    let output = try Self.run("main-sync-deadlock")
+    let texts = Self.events(output).map(\.text)
+    // The first child said both of its threads wait, and was killed still waiting.
+    let waits = try #require(texts.firstIndex { $0.hasPrefix("child: main thread waits") })
+    let calls = try #require(texts.firstIndex { $0.hasPrefix("child: worker calls") })
+    let killed = try #require(texts.firstIndex { $0.hasSuffix("deadlocked, killed") })
+    #expect(waits < killed && calls < killed, "\(output)")
+    #expect(!texts.contains { $0.contains("returned") || $0.contains("joined the worker") })
+    // The second child, main.sync on the main thread, never got past it.
+    let direct = try #require(texts.firstIndex { $0.hasPrefix("child: main thread calls") })
+    #expect(direct > killed && texts.count > direct + 1, "\(output)")
+    #expect(
+      texts[direct + 1].hasPrefix("stopped by signal") || texts[direct + 1].hasSuffix("killed"))
+    // In this process: the deadline ends the wait, a running main loop serves it, inline runs.
+    #expect(texts.contains("performAndWait on the main loop: timedOut"), "\(output)")
+    #expect(texts.contains("the worker's request runs on the main thread"), "\(output)")
+    #expect(!output.contains("✗"), "\(output)")
+  }
+
+  @Test func queuesScenarioRunsTheSerialQueueAndTheLoopThreadInOrderAndTheOthersSideBySide()
+    throws
+  {
+    let output = try Self.run("queues")
+    let texts = Self.events(output).map(\.text)
+    let serial = try #require(texts.first { $0.hasPrefix("serial queue: ") })
+    #expect(serial.contains("order 0 1 2 3 4 5, at most 1 at once"), "\(output)")
+    let loop = try #require(texts.first { $0.hasPrefix("loop thread 'worker': ") })
+    #expect(loop.hasSuffix("order 0 1 2 3 4 5, at most 1 at once, on 1 thread(s)"), "\(output)")
+    let global = try #require(texts.first { $0.hasPrefix("global(): ") })
+    let peak = global.components(separatedBy: "at most ").last?.split(separator: " ").first
+    #expect(Int(peak.map(String.init) ?? "") ?? 0 >= 2, "\(output)")
+    #expect(!output.contains("✗"), "\(output)")
+  }
+
+  @Test func threadExplosionScenarioMakesAThreadPerTaskAndTwoLoopThreadsServeThemAll() throws {
+    let output = try Self.run("thread-explosion")
+    let texts = Self.events(output).map(\.text)
+    #expect(texts.contains("a thread per task: 32 waiting at once on 32 threads"), "\(output)")
+    #expect(texts.contains("two loop threads: 32 tasks on 2 threads"), "\(output)")
+    #expect(!output.contains("✗"), "\(output)")
+  }
+
+  @Test func joinableExitScenarioShowsOnlyTheJoinedThreadFinishingBeforeTheExit() throws {
+    let output = try Self.run("joinable-exit")
+    let texts = Self.events(output).map(\.text)
+    // Only the joined child's saver wrote its data, and before that child's exit.
+    #expect(texts.filter { $0 == "child: saver wrote its data" }.count == 1, "\(output)")
+    let joins = try #require(texts.firstIndex(of: "child: main thread joins the saver"))
+    #expect(texts[joins + 1] == "child: saver wrote its data", "\(output)")
+    #expect(texts[joins + 2] == "child: main thread exits the process", "\(output)")
+    #expect(texts.filter { $0 == "child: main thread exits the process" }.count == 3)
+    #expect(texts.contains("child: join() on the detached saver refused"), "\(output)")
+    #expect(!output.contains("✗"), "\(output)")
+  }
+
   @Test func portsScenarioShowsAPortReadyBeforeTheSleepFoundInStepFive() throws {
     let output = try Self.run("ports")
     let events = Self.events(output)
