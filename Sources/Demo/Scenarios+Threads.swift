@@ -8,7 +8,20 @@ extension Scenarios {
   static let ports = Scenario(
     name: "ports", title: "Port-based sources: messages between threads, with back-pressure",
     guide: "Run Loops > Port-Based Sources, Configuring a Port-Based Input Source",
-    article: "PortBasedSources.md, In-process ports (the NSMachPort role)"
+    article: "PortBasedSources.md, In-process ports (the NSMachPort role)",
+    exercise: Exercise(
+      setUp: [
+        "The main thread sends three messages to a worker's port, each naming the main",
+        "port for the reply, and runs its loop until the replies are in. Then a timer on",
+        "the main loop sends a message to another port of the main loop itself.",
+      ],
+      question: "In which order do these happen?",
+      events: [
+        .init(text: "own.port's handler gets the timer's message", marker: "own.port: message 7"),
+        .init(text: "the timer's handler sends its message", marker: "timer 'send-to-own-port'"),
+        .init(text: "the worker's port handles message 1", marker: "message 1: 'one'"),
+        .init(text: "the main port gets reply 1001", marker: "reply 1001"),
+      ])
   ) { narration in
     let loop = EventRunLoop.current
     let replies = GuardedState<[String]>([])

@@ -118,7 +118,19 @@ enum Scenarios {
     name: "custom-source",
     title: "A custom input source with a command buffer (Figure 3-2)",
     guide: "Run Loops > Defining a Custom Input Source, Listings 3-3 to 3-9",
-    article: "InputSources.md, The guide's example: a command buffer (Figure 3-2)"
+    article: "InputSources.md, The guide's example: a command buffer (Figure 3-2)",
+    exercise: Exercise(
+      setUp: [
+        "A worker's loop sleeps with a custom source in its mode. The main thread puts",
+        "commands in the source's buffer, signals the source, then wakes the loop.",
+      ],
+      question: "In which order does the worker's loop report these?",
+      events: [
+        .init(text: "the source's perform drains the commands", marker: "perform: drained"),
+        .init(text: "the loop is woken (step 8)", marker: "woken by wakeUp()"),
+        .init(text: "the loop is back at step 2", marker: "back to step 2"),
+        .init(text: "the sleep ends, with its length (step 7)", marker: "asleep for"),
+      ])
   ) { narration in
     let buffer = GuardedState<[String]>([])
     let performs = Atomic<Int>(0)

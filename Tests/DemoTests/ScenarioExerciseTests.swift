@@ -7,7 +7,10 @@ import Testing
 @Suite("runloop-demo scenario --predict", .serialized)
 struct ScenarioExerciseTests {
   /// The right answers, read off the loop's sequence of events.
-  static let answers = ["observers": "CDAB", "nested-runs": "CABD", "sync-async": "BCA"]
+  static let answers = [
+    "observers": "CDAB", "nested-runs": "CABD", "sync-async": "BCA", "custom-source": "DBCA",
+    "ports": "CDBA",
+  ]
 
   @Test(arguments: answers.keys.sorted())
   func theRightOrderIsGradedCorrectAfterTheRun(name: String) throws {
@@ -43,9 +46,10 @@ struct ScenarioExerciseTests {
   }
 
   @Test func aScenarioWithoutAnExerciseSaysWhichHaveOne() throws {
-    let result = try runDemo(["scenario", "ports", "--predict"], input: "A\n")
+    let result = try runDemo(["scenario", "queues", "--predict"], input: "A\n")
     #expect(result.status == 64, "\(result.stderr)")
     #expect(result.stderr.contains("observers") && result.stderr.contains("sync-async"))
+    #expect(result.stderr.contains("custom-source") && result.stderr.contains("ports"))
   }
 }
 
