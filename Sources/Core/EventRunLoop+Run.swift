@@ -172,17 +172,14 @@ extension EventRunLoop {
 
   /// Makes a run in `mode` the innermost: recorded on the loop's thread, published in
   /// ``ActiveRuns`` for the others (its mode under the lock only when it differs from the
-  /// last run's at its depth). The outermost run takes back the snapshot it parked.
-  /// Returns the run's depth.
+  /// last run's at its depth). Returns the run's depth.
   private func beginRun(mode: LoopMode) -> Int {
     let depth = local.depth + 1
     if local.runs.count < depth || local.runs[depth - 1].mode != mode {
       setRunMode(mode, depth: depth)
     }
     local.depth = depth
-    let begun = runs.runBegins(depth: depth)
-    if begun.outerStopRequested { local.runs[depth - 2].stopRequested = true }
-    if depth == 1 { local.passSnapshot.unpark(begun.snapshot) }
+    if runs.runBegins(depth: depth) { local.runs[depth - 2].stopRequested = true }
     return depth
   }
 
@@ -204,26 +201,18 @@ extension EventRunLoop {
   }
 
   /// Ends the innermost run: the run it was nested in gets back its stop request; the
-  /// outermost parks the pass snapshot, so that the next run can take it back.
+  /// outermost lets go of a pass snapshot that holds deadline sources (see
+  /// `PassSnapshotSlot`).
   private func endRun(depth: Int) {
     local.depth = depth - 1
     guard depth == 1 else {
       let outerStop = local.runs[depth - 2].stopRequested
       if outerStop { local.runs[depth - 2].stopRequested = false }
-      _ = runs.runEnds(depth: depth, outerStopRequested: outerStop, snapshot: nil)
+      runs.runEnds(depth: depth, outerStopRequested: outerStop)
       return
     }
-    guard let snapshot = local.passSnapshot.park() else {
-      _ = runs.runEnds(depth: 1, outerStopRequested: false, snapshot: nil)
-      return
-    }
-    let structure = snapshot.structure
-    // A change made while it was being parked may have missed it: let go of it then.
-    if runs.runEnds(depth: 1, outerStopRequested: false, snapshot: snapshot),
-      published.structure.load(ordering: .sequentiallyConsistent) != structure
-    {
-      runs.dropParkedSnapshot()
-    }
+    runs.runEnds(depth: 1, outerStopRequested: false)
+    local.passSnapshot.dropIfItHoldsDeadlineSources()
   }
 
   /// Whether a run in `active` would have nothing to wait for: no sources, no descriptors,

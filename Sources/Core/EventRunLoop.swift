@@ -56,8 +56,7 @@ public final class EventRunLoop: @unchecked Sendable {
   let waker: Waker
   /// The custom sources signalled for this loop and not yet performed (step 4 reads them).
   let signalInbox = SignalInbox()
-  // The active runs as other threads see them (how deep, a stop request), and the pass
-  // snapshot parked between runs.
+  // The active runs as other threads see them: how deep, and a stop request.
   let runs: ActiveRuns
   // Changes whenever the loop's own instruments change.
   let instrumentsVersion = Atomic<UInt64>(0)
@@ -90,7 +89,7 @@ public final class EventRunLoop: @unchecked Sendable {
     self.published = published
     let runs = ActiveRuns()
     self.runs = runs
-    self.state = GuardedState(LoopState(published: published, runs: runs))
+    self.state = GuardedState(LoopState(published: published))
     let poller = try Poller()
     self.poller = poller
     self.waker = Waker(eventDescriptor: poller.wakeDescriptor)

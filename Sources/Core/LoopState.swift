@@ -23,9 +23,6 @@
 /// of the tables.)
 struct LoopState {
   let published: PublishedState
-  /// The loop's active runs, which hold its parked pass snapshot (the same as
-  /// `EventRunLoop.runs`).
-  let runs: ActiveRuns
   var commonModes: Set<LoopMode> = [.default] { didSet { structureDidChange() } }
   var sources = LoopModeTable<CustomInputSource>() { didSet { structureDidChange() } }
   var watches = LoopModeTable<DescriptorWatch>() { didSet { structureDidChange() } }
@@ -55,15 +52,11 @@ struct LoopState {
   var jobQueues: [JobQueue] = []
   var executors: [LoopExecutor] = []
 
-  init(published: PublishedState, runs: ActiveRuns) {
+  init(published: PublishedState) {
     self.published = published
-    self.runs = runs
   }
 
   private mutating func structureDidChange() {
     published.structureDidChange()
-    // The loop thread's snapshot, parked while no run is active, holds what just changed:
-    // let go of it at once, with the items in it.
-    runs.dropParkedSnapshot()
   }
 }

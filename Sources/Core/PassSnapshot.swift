@@ -39,27 +39,17 @@ struct PassSnapshot {
 
 /// The loop thread's latest snapshot. Only this file reads it.
 ///
-/// Between runs a snapshot that lists deadline sources is parked in ``ActiveRuns`` (moved,
-/// not copied), where any change of structure lets go of it at once: a thread that runs its
-/// loop again and again (zero-timeout runs in a game loop, say) takes it back without
-/// rebuilding it, and a loop that is not running keeps nothing alive that was removed. A
-/// snapshot that lists none holds nothing but flags: it stays here, with nothing to hand
-/// over, and the next run's first read replaces it if the structure changed meanwhile.
+/// A snapshot that lists deadline sources is let go of as the outermost run ends, so that a
+/// loop that is not running keeps nothing alive that was removed meanwhile; the next run's
+/// first read takes a new one (one lock per run, in a loop that has timers). A snapshot
+/// that lists none holds nothing but flags: it stays, and a run of a loop with nothing
+/// changed since (zero-timeout runs in a game loop, say) reads it without the lock.
 struct PassSnapshotSlot {
   fileprivate var latest: PassSnapshot?
 
-  /// Moves the snapshot out, to be parked as the outermost run ends; `nil` when there is
-  /// none, or when it holds nothing to let go of and stays.
-  mutating func park() -> PassSnapshot? {
-    guard latest?.deadlineSources.isEmpty == false else { return nil }
-    return latest.take()
-  }
-
-  /// Takes back the snapshot the last run parked, if nothing has let go of it, as the
-  /// outermost run begins (without one, the slot keeps what stayed).
-  mutating func unpark(_ snapshot: consuming PassSnapshot?) {
-    guard let snapshot else { return }
-    latest = snapshot
+  /// Lets go of the snapshot if it lists deadline sources (the outermost run ends).
+  mutating func dropIfItHoldsDeadlineSources() {
+    if latest?.deadlineSources.isEmpty == false { latest = nil }
   }
 }
 

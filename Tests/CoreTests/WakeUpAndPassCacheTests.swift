@@ -1,6 +1,7 @@
 import Glibc
-import RunLoopCore
 import Testing
+
+@testable import RunLoopCore
 
 /// Regressions of the lock-free pass (the loop thread's snapshot of its sources and
 /// providers, the edge-triggered wake-up descriptor, inert cancelled requests).
@@ -79,6 +80,25 @@ struct WakeUpAndPassCacheTests {
     #expect(hungUp)
   }
 
+  // A deadline source (a loop's timers, a port's timeouts) is listed in the pass snapshot:
+  // one removed after the loop's last run must be released at once, not at the next run.
+  @Test func aDeadlineSourceRemovedAfterItsLoopRanIsReleased() throws {
+    let released = try onNewThread { loop -> Bool in
+      try loop.add(CustomInputSource {}, mode: .default)
+      weak var weakSource: IdleDeadlineSource?
+      do {
+        let source = IdleDeadlineSource()
+        weakSource = source
+        loop.addDeadlineSource(source)
+        try loop.run(mode: .default, timeout: .zero)
+        #expect(source.asked.withLock { $0 } > 0)
+        loop.removeDeadlineSource(source)
+      }
+      return weakSource == nil
+    }
+    #expect(released)
+  }
+
   private func addRunAndRemoveSource(capturing owner: DescriptorOwner, on loop: EventRunLoop)
     throws
   {
@@ -123,5 +143,24 @@ private final class DescriptorOwner: Sendable {
 
   deinit {
     close(descriptor)
+  }
+}
+
+/// A deadline source with nothing scheduled that counts how often the loop asks it.
+private final class IdleDeadlineSource: DeadlineSource {
+  let asked = GuardedState(0)
+
+  func hasItems(in mode: ActiveMode) -> Bool {
+    asked.withLock { $0 += 1 }
+    return false
+  }
+
+  func nextDeadline(in mode: ActiveMode) -> Int64? {
+    asked.withLock { $0 += 1 }
+    return nil
+  }
+
+  func fireDue(in mode: ActiveMode, now: Int64, on loop: EventRunLoop) {
+    asked.withLock { $0 += 1 }
   }
 }
