@@ -6,11 +6,13 @@ extension Scenarios {
   /// Set in the child processes of `joinable-exit`: how the child's main thread ends.
   static let exitChildVariable = "RUNLOOP_DEMO_EXIT_CHILD"
 
-  /// The child's side: a thread that "saves data" 200 ms after it starts, then the main
-  /// thread exits at once (`exit-now`, `detached`) or joins the thread first (`join`).
+  /// The child's side: a thread that "saves data" a second after it starts, then the main
+  /// thread exits at once (`exit-now`, `detached`) or joins the thread first (`join`). The
+  /// exit is `_exit`: the process ends there, as the lesson says, and not after exit-time
+  /// work (a coverage build writes its profile then) that could outlast the saver.
   static func exitChild(_ role: String) throws -> Never {
     let saver = RunLoopThread(name: "saver", detached: role == "detached") { _ in
-      usleep(200_000)
+      usleep(1_000_000)
       StandardStreams.out("child: saver wrote its data")
     }
     try saver.start()
@@ -22,7 +24,7 @@ extension Scenarios {
       StandardStreams.out("child: join() on the detached saver \(refused ? "refused" : "waited")")
     }
     StandardStreams.out("child: main thread exits the process")
-    exit(0)
+    _exit(0)
   }
 
   /// Runs the `joinable-exit` child in `role` and returns the lines it printed.
@@ -51,7 +53,7 @@ extension Scenarios {
     if let role = ProcessInfo.processInfo.environment[exitChildVariable] {
       try exitChild(role)
     }
-    narration.say("Three child processes; in each, a 'saver' thread writes its data 200 ms after")
+    narration.say("Three child processes; in each, a 'saver' thread writes its data a second after")
     narration.say("it starts, and the main thread then ends the process in its own way.")
     for (role, what) in [
       ("exit-now", "a joinable saver, and the main thread exits without joining it"),
