@@ -1,7 +1,7 @@
 import RunLoopCore
 import Synchronization
 
-/// The strings (modes, call-out kinds and names) that a ``WatchedLoop``'s integers name. The
+/// The strings (call-out kinds and names) that a ``WatchedLoop``'s integers name. The
 /// loop thread adds a string the first time it uses it; the watchdog's thread looks one up
 /// only to report a stall, so the table sits behind a lock that a pass does not take: the
 /// loop thread finds the strings it repeats in its own ``Cache``.
@@ -50,14 +50,13 @@ final class LoopNames: Sendable {
     }
   }
 
-  /// The loop thread's map from some of its strings (its modes, say) to their ids: a
-  /// lookup with no lock.
+  /// The loop thread's map from some of its strings (its call-out kinds, say) to their ids:
+  /// a lookup with no lock. Keyed by `String`, so two names that differ only in their
+  /// Unicode normalisation share the first one's id (and spelling in a report).
   struct Cache {
-    // By bytes, not by `==` (canonical equivalence), so that a report carries each name as
-    // it was given.
-    private var ids: [[UInt8]: UInt32] = [:]
-    // The last string looked up: a loop mostly repeats its mode and call-outs, and comparing
-    // two equal strings byte for byte is cheaper than hashing one.
+    private var ids: [String: UInt32] = [:]
+    // The last string looked up: a loop mostly repeats its call-outs, and `==` on the same
+    // string value compares its bits only, which is cheaper than hashing it.
     private var last: (string: String, id: UInt32)?
     // The table's generation the ids are of.
     private var generation: UInt32 = 0
@@ -70,9 +69,8 @@ final class LoopNames: Sendable {
         last = nil
         generation = current
       }
-      if let last, last.string.utf8.elementsEqual(string.utf8) { return last.id }
-      let bytes = Array(string.utf8)
-      if let known = ids[bytes] {
+      if let last, last.string == string { return last.id }
+      if let known = ids[string] {
         last = (string, known)
         return known
       }
@@ -81,7 +79,7 @@ final class LoopNames: Sendable {
         ids.removeAll()
         generation = names.generation.load(ordering: .relaxed)
       }
-      ids[bytes] = id
+      ids[string] = id
       last = (string, id)
       return id
     }

@@ -203,8 +203,7 @@ public final class StallWatchdog: RunLoopInstrument, Sendable {
     let epoch = epoch.load(ordering: .relaxed)
     let slots = WatchedLoopSlots.current
     if let known = slots.find(watchdog: serial, epoch: epoch, loop: loop.id) { return known }
-    let watched = WatchedLoop(
-      loop: loop.id, tid: loop.threadID, registeredAt: TraceClock.monotonicNow())
+    let watched = WatchedLoop(loop, registeredAt: TraceClock.monotonicNow())
     let registered = state.withLock { state -> Bool in
       guard self.epoch.load(ordering: .relaxed) == epoch else { return false }
       state.loops[loop.id] = watched

@@ -2,10 +2,11 @@ import RunLoopCore
 import Synchronization
 
 /// What the ``StallWatchdog`` knows of one loop, laid out so that the loop thread only stores
-/// into it: the number of the stretch it is awake in (0 while it sleeps), where it is (mode
-/// and depth, pass) and the call-out it is in, as integers. The watchdog's thread reads these
-/// at each look and times the stretches with its own clock, so the loop thread reads no clock
-/// and takes no lock on a pass (the strings the integers name are in ``LoopNames``).
+/// into it: the number of the stretch it is awake in (0 while it sleeps), its depth and pass,
+/// and the call-out it is in, as integers. The watchdog's thread reads these at each look and
+/// times the stretches with its own clock, so the loop thread reads no clock and takes no
+/// lock on a pass. The call-out's strings are in ``LoopNames``; the mode of a stall is read
+/// from the loop when it is reported (the innermost run's), so no pass publishes it.
 ///
 /// A stretch reported stalled is marked in ``awake`` itself (``reportedBit``, set by a
 /// compare-and-swap on the watchdog's thread), and the loop thread clears the word with one
@@ -40,11 +41,13 @@ final class WatchedLoop: @unchecked Sendable {
 
   let loop: UInt64
   let tid: Int32
+  // Read only to report a stall: weak, since the loop's thread, not a watchdog, keeps a loop.
+  private weak var runLoop: EventRunLoop?
   /// 0 while the loop sleeps; while it is awake, the number of the stretch (from 1), with
   /// ``reportedBit`` once reported.
   let awake = Atomic<UInt64>(0)
-  /// The mode's name id (high 32 bits) and the depth (low 32 bits).
-  let place = Atomic<UInt64>(0)
+  /// The innermost run's depth.
+  let depth = Atomic<Int>(0)
   let iteration = Atomic<UInt64>(0)
   /// The innermost call-out's kind id (high 32 bits) and name id (low 32 bits).
   let callout = Atomic<UInt64>(noCallout)
@@ -58,7 +61,6 @@ final class WatchedLoop: @unchecked Sendable {
   private var stretch: UInt64 = 0
   private var isAwake = false
   private var callouts: [UInt64] = []
-  private var modes = LoopNames.Cache()
   private var kinds = LoopNames.Cache()
   private var names = LoopNames.Cache()
 
@@ -72,9 +74,10 @@ final class WatchedLoop: @unchecked Sendable {
 
   /// - Parameter registeredAt: a clock reading taken before the loop's first notification,
   ///   the bound of its first stretch's start.
-  init(loop: UInt64, tid: Int32, registeredAt: Int64) {
-    self.loop = loop
-    self.tid = tid
+  init(_ runLoop: EventRunLoop, registeredAt: Int64) {
+    self.loop = runLoop.id
+    self.tid = runLoop.threadID
+    self.runLoop = runLoop
     self.lastLook = registeredAt
   }
 
@@ -126,9 +129,7 @@ final class WatchedLoop: @unchecked Sendable {
   }
 
   private func publish(_ info: LoopPassInfo) {
-    let id = modes.id(info.mode.name, in: strings)
-    let depth = UInt64(UInt32(clamping: max(0, info.depth)))
-    place.store(UInt64(id) << 32 | depth, ordering: .relaxed)
+    depth.store(info.depth, ordering: .relaxed)
     iteration.store(info.iteration, ordering: .relaxed)
   }
 
@@ -161,13 +162,11 @@ final class WatchedLoop: @unchecked Sendable {
         expected: word, desired: word | Self.reportedBit, ordering: .acquiringAndReleasing
       ).exchanged
     else { return nil }
-    let place = place.load(ordering: .relaxed)
     let callout = callout.load(ordering: .relaxed)
     let inCallout = callout != Self.noCallout
     return Stall(
-      loop: loop, tid: tid, awakeSince: since,
-      mode: strings.string(UInt32(truncatingIfNeeded: place >> 32)) ?? "",
-      depth: Int(UInt32(truncatingIfNeeded: place)),
+      loop: loop, tid: tid, awakeSince: since, mode: runLoop?.currentMode?.name ?? "",
+      depth: depth.load(ordering: .relaxed),
       iteration: iteration.load(ordering: .relaxed),
       calloutKind: inCallout ? strings.string(UInt32(truncatingIfNeeded: callout >> 32)) : nil,
       calloutName: inCallout ? strings.string(UInt32(truncatingIfNeeded: callout)) : nil)
