@@ -267,41 +267,14 @@ struct PassDrawing {
       "\(microseconds / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction) ms"
   }
 
-  static func kindColor(_ kind: String) -> String {
-    switch kind {
-    case "timer": "#f5a623"
-    case "source": "#b07cc6"
-    case "block": "#7ed321"
-    case "port": "#50c8c8"
-    case "observer": "#a0a0a0"
-    case "mainQueue": "#8b6f47"
-    case "job": "#e8a0c8"
-    default: "#c8b070"
-    }
-  }
+  static func kindColor(_ kind: String) -> String { TimelineDrawing.kindColor(kind) }
 
   static func depthColor(_ depth: Int) -> String {
     ["#c8c8c8", "#e6c84a", "#7ec87e", "#d08080"][min(max(depth, 1), 4) - 1]
   }
 
-  private func fmt(_ value: Double) -> String {
-    let rounded = (value * 100).rounded() / 100
-    return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
-  }
-
-  private func escape(_ text: String) -> String {
-    var result = ""
-    for character in text {
-      switch character {
-      case "&": result += "&amp;"
-      case "<": result += "&lt;"
-      case ">": result += "&gt;"
-      case "\"": result += "&quot;"
-      default: result.append(character)
-      }
-    }
-    return result
-  }
+  private func fmt(_ value: Double) -> String { TraceTimeline.fmt(value) }
+  private func escape(_ text: String) -> String { TraceTimeline.escape(text) }
 }
 
 extension PassDrawing.Row {

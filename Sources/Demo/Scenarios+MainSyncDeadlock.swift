@@ -44,14 +44,10 @@ extension Scenarios {
   /// Runs a child in `role`, reading its lines until it has printed the `lineCount` lines it
   /// prints before it waits, then gives it ``deadlockBound`` to finish.
   static func runDeadlockChild(role: String, waits lineCount: Int) throws -> DeadlockOutcome {
-    let child = Process()
-    child.executableURL = URL(fileURLWithPath: "/proc/self/exe")
-    child.arguments = ["scenario", "main-sync-deadlock"]
-    var environment = ProcessInfo.processInfo.environment
-    environment[deadlockChildVariable] = role
     // A child libdispatch stops prints a crash report; its signal is reported here instead.
-    environment["SWIFT_BACKTRACE"] = "enable=no"
-    child.environment = environment
+    let child = childProcess(
+      scenario: "main-sync-deadlock",
+      environment: [deadlockChildVariable: role, "SWIFT_BACKTRACE": "enable=no"])
     let output = Pipe()
     child.standardOutput = output
     child.standardError = FileHandle.nullDevice

@@ -79,9 +79,9 @@ extension Scenarios {
     try server.add(to: loop, mode: .default)
     narration.say("This process serves 'demo.main'; a second runloop-demo process looks the name")
     narration.say("up, sends a one-way message, then a request, and exits 0 if the reply is right.")
-    let child = Process()
-    child.executableURL = URL(fileURLWithPath: "/proc/self/exe")
-    child.arguments = ["scenario", "named-ports"]
+    let child = childProcess(
+      scenario: "named-ports",
+      environment: [namedPortClientVariable: "demo.main", namedPortDirectoryVariable: directory])
     if let serverLog = jsonLogPath.withLock({ $0 }) {
       let clientLog = clientLogPath(besides: serverLog)
       child.arguments! += ["--json-log", clientLog]
@@ -89,10 +89,6 @@ extension Scenarios {
       narration.say(
         "  runloop-demo trace export \(serverLog) \(clientLog) -o named-ports.trace.json")
     }
-    var childEnvironment = environment
-    childEnvironment[namedPortClientVariable] = "demo.main"
-    childEnvironment[namedPortDirectoryVariable] = directory
-    child.environment = childEnvironment
     child.standardOutput = FileHandle.nullDevice
     try child.run()
     let childPID = child.processIdentifier

@@ -4,7 +4,7 @@
 /// names written in when there is room, stalls outlined in red and named above the row, and
 /// an arrow from each call-out to the call-outs it caused (schema version 3's `cause_span`),
 /// across rows when the effect ran on another thread.
-struct TimelineDrawing {
+package struct TimelineDrawing {
   let records: [TraceRecord]
   let spans: [TraceTimeline.Span]
   let options: TraceTimeline.Options
@@ -308,7 +308,8 @@ struct TimelineDrawing {
     return shades[index % shades.count]
   }
 
-  static func kindColor(_ kind: String) -> String {
+  /// The colour of a call-out of `kind`, the same in every picture.
+  package static func kindColor(_ kind: String) -> String {
     switch kind {
     case "timer": "#f5a623"
     case "source": "#b07cc6"

@@ -165,13 +165,16 @@ public enum TraceTimeline {
     return magnitude * 10
   }
 
-  static func fmt(_ value: Double) -> String {
+  /// `value` for an SVG attribute: at most two decimals, a whole number without any.
+  package static func fmt(_ value: Double) -> String {
     let rounded = (value * 100).rounded() / 100
     guard abs(rounded) < 1e15, rounded == rounded.rounded() else { return String(rounded) }
     return String(Int(rounded))
   }
 
-  static func escape(_ text: String) -> String {
+  /// `text` for SVG text and attributes: markup characters as entities, control characters
+  /// XML does not allow replaced.
+  package static func escape(_ text: String) -> String {
     var result = String.UnicodeScalarView()
     for scalar in text.unicodeScalars {
       switch scalar {
