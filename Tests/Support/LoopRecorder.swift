@@ -75,24 +75,24 @@ public final class LoopRecorder: RunLoopInstrument, Sendable {
 
   /// The record as lines: an activity's name (`beforeWaiting`), `callout:KIND:NAME`, or a
   /// mark's text.
-  public var log: [String] {
-    events.map { event in
-      switch event {
-      case .activity(let activity, _): activity.name
-      case .callout(let record, _): "callout:\(record.kind):\(record.name)"
-      case .mark(let text): text
-      }
-    }
-  }
+  public var log: [String] { events.map(Self.line) }
 
   /// The lines of ``log`` with the step the loop reported in front of each activity and
   /// call-out (`4 callout:source:s`); marks as they are.
   public var stepLog: [String] {
-    zip(events, log).map { event, line in
+    events.map { event in
       switch event {
-      case .activity(_, let info), .callout(_, let info): "\(info.step) \(line)"
-      case .mark: line
+      case .activity(_, let info), .callout(_, let info): "\(info.step) \(Self.line(event))"
+      case .mark: Self.line(event)
       }
+    }
+  }
+
+  private static func line(_ event: Event) -> String {
+    switch event {
+    case .activity(let activity, _): activity.name
+    case .callout(let record, _): "callout:\(record.kind):\(record.name)"
+    case .mark(let text): text
     }
   }
 
