@@ -285,8 +285,9 @@ let package = Package(
       name: "RunLoopGuide",
       dependencies: [
         "RunLoopCore", "RunLoopTimers", "RunLoopPorts", "RunLoopObservers", "RunLoopTracing",
-        "RunLoopJournal", "RunLoopLogging", "RunLoopPrometheus", "RunLoopSpans",
+        "RunLoopJournal", "RunLoopLogging", "RunLoopPrometheus", "RunLoopSpans", "RunLoopLifecycle",
         .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "CoreMetrics", package: "swift-metrics"),
         .product(name: "Prometheus", package: "swift-prometheus"),
         .product(name: "Tracing", package: "swift-distributed-tracing"),

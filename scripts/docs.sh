@@ -10,7 +10,7 @@ out=${1:-.build/docs}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-targets=(RunLoopGuide RunLoopCore RunLoopTimers RunLoopPorts RunLoopObservers RunLoopTracing RunLoopJournal RunLoopLogging RunLoopPrometheus RunLoopSpans)
+targets=(RunLoopGuide RunLoopCore RunLoopTimers RunLoopPorts RunLoopObservers RunLoopTracing RunLoopJournal RunLoopLogging RunLoopPrometheus RunLoopSpans RunLoopLifecycle)
 args=()
 for target in "${targets[@]}"; do args+=(--target "$target"); done
 

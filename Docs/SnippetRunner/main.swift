@@ -283,6 +283,27 @@ let regions: [(name: String, coverage: Coverage)] = [
   ("using-wait-for-main", .runs(waitForMainExample)),
   ("when-no-loop", .runs(noRunLoopExample)),
   ("when-periodic-worker", .runs(periodicWorkerExample)),
+  ("module-core", .runs(moduleCoreExample)),
+  ("module-timers", .runs { try onAThreadOfItsOwn(moduleTimersExample) }),
+  ("module-observers", .runs { try onAThreadOfItsOwn(moduleObserversExample) }),
+  (
+    "module-logging",
+    .runs {
+      let worker = RunLoopThread(name: "worker") { thread in try thread.runLoop.runUntilStopped() }
+      try worker.start()
+      let tracer = try moduleLoggingExample(worker: worker)
+      worker.stop()
+      try worker.join()
+      tracer.close()
+    }
+  ),
+  (
+    "module-lifecycle",
+    .runs {
+      terminateLater(after: "0.5")
+      try waitFor { try await moduleLifecycleExample() }
+    }
+  ),
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
