@@ -4,8 +4,8 @@
 #
 #   bash scripts/coverage.sh [BUILD_DIR]    BUILD_DIR defaults to .build/debug
 #
-# The counts are of the test binary and of the demo, whose processes the tests start (they
-# inherit LLVM_PROFILE_FILE and write to the same profile).
+# The counts are of the test binary and of the programs whose processes the tests start
+# (each writes a profile of its own beside the test binary's, which `swift test` merges).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +18,12 @@ binary="$build/swift-runloopPackageTests.xctest"
 llvm_cov="$(dirname "$(command -v swift)")/llvm-cov"
 [ -x "$llvm_cov" ] || llvm_cov=llvm-cov
 objects=("$binary")
-[ -x "$build/runloop-demo" ] && objects+=(-object "$build/runloop-demo")
+# The programs the tests run as processes of their own: the demo, the test helpers
+# (Tests/Support/HelperProcess passes them the profile's pattern) and the guide's programs.
+for program in runloop-demo RunLoopTestHelper RunLoopLifecycleHelper RunLoopAsyncMainHelper \
+  RunLoopAllocationHelper RunLoopParityHelper runloop-snippets runloop-start-here runloop-tutorial; do
+  [ -x "$build/$program" ] && objects+=(-object "$build/$program")
+done
 
 modules=(Core Timers Ports Observers Tracing TracingJournal Logging Spans Lifecycle Prometheus Demo)
 printf '%-16s %8s %8s %8s\n' module lines missed covered

@@ -12,6 +12,15 @@ public final class HelperProcess: @unchecked Sendable {
   private var pending: [UInt8] = []
   private var reaped: Int32?
 
+  /// In a coverage run, where the instrumented helper writes its profile: the test binary's
+  /// own `LLVM_PROFILE_FILE`, whose pattern gives each process a file of its own in the
+  /// folder `swift test` merges. Without it the helper's counts would go to a
+  /// `default.profraw` in the working directory, and its code would count as never run.
+  static let profileEnvironment: [String] = {
+    guard let pattern = getenv("LLVM_PROFILE_FILE") else { return [] }
+    return ["LLVM_PROFILE_FILE=" + String(cString: pattern)]
+  }()
+
   /// The helper executable: next to the running test binary (from /proc/self/exe).
   public static var helperPath: String? { path(of: "RunLoopTestHelper") }
 
@@ -67,7 +76,8 @@ public final class HelperProcess: @unchecked Sendable {
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
     let argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
     let environment: [UnsafeMutablePointer<CChar>?] =
-      (["PATH=/usr/bin:/bin"] + extraEnvironment).map { strdup($0) } + [nil]
+      (["PATH=/usr/bin:/bin"] + Self.profileEnvironment + extraEnvironment).map { strdup($0) }
+      + [nil]
     defer {
       for pointer in argv + environment { free(pointer) }
     }
