@@ -291,11 +291,12 @@ public final class RunLoopThread: Sendable {
         throw .invalidState("thread '\(name)' was never started")
       }
       guard !shared.joined else { throw .invalidState("thread '\(name)' was already joined") }
+      // Checked before the claim: a thread's failed join of itself leaves the join to others.
+      guard pthread_equal(handle, pthread_self()) == 0 else {
+        throw .invalidState("thread '\(name)' cannot join itself")
+      }
       shared.joined = true
       return handle
-    }
-    guard pthread_equal(handle, pthread_self()) == 0 else {
-      throw .invalidState("thread '\(name)' cannot join itself")
     }
     return handle
   }

@@ -30,6 +30,18 @@ struct RunLoopThreadTests {
     #expect(throws: RunLoopError.invalidState("")) { try thread.join() }
   }
 
+  @Test func aThreadJoiningItselfIsAnErrorNotADeadlock() throws {
+    let failure = GuardedState<RunLoopError?>(nil)
+    let thread = RunLoopThread(name: "self-join") { thread in
+      do throws(RunLoopError) { try thread.join() } catch { failure.withLock { $0 = error } }
+    }
+    try thread.start()
+    try thread.join()
+    let error = try #require(failure.withLock { $0 })
+    #expect(error.code == .invalidState)
+    #expect(error.message.contains("cannot join itself"))
+  }
+
   @Test func joiningAThreadNeverStartedIsAnError() {
     let thread = RunLoopThread(name: "never") { _ in }
     #expect(throws: RunLoopError.invalidState("")) { try thread.join() }
