@@ -30,7 +30,12 @@ extension Scenarios {
   /// Runs the `joinable-exit` child in `role` and returns the lines it printed, with a last
   /// line saying how it ended when that was not exit status 0.
   static func runExitChild(_ role: String) throws -> [String] {
-    let child = childProcess(scenario: "joinable-exit", environment: [exitChildVariable: role])
+    // ThreadSanitizer's exit sleeps a second by default (its `atexit_sleep_ms`), long enough
+    // for the saver to finish: a demo built with it would show every saver writing.
+    let sanitizer = ProcessInfo.processInfo.environment["TSAN_OPTIONS"].map { $0 + ":" } ?? ""
+    let child = childProcess(
+      scenario: "joinable-exit",
+      environment: [exitChildVariable: role, "TSAN_OPTIONS": sanitizer + "atexit_sleep_ms=0"])
     let output = Pipe()
     child.standardOutput = output
     try child.run()
