@@ -35,16 +35,18 @@ private func echoListener(_ endpoint: SocketEndpoint, log: SocketLog) throws -> 
 
 @Suite("Socket sources")
 struct SocketSourceTests {
-  @Test func tcpConnectDataAndWriteCalloutsOverLoopback() throws {
+  /// Over IPv4 and IPv6 loopback: the two address families take different paths.
+  @Test(arguments: ["127.0.0.1", "::1"])
+  func tcpConnectDataAndWriteCalloutsOverLoopback(host: String) throws {
     let serverLog = SocketLog()
     let clientLog = SocketLog()
-    let (server, serverThread) = try echoListener(.tcp(host: "127.0.0.1", port: 0), log: serverLog)
+    let (server, serverThread) = try echoListener(.tcp(host: host, port: 0), log: serverLog)
     let port = try #require(server.localPort)
     #expect(port != 0)
     let message = Array("hello, loop".utf8)
     try onNewThread("socket-client") { loop in
       let client = try SocketSource(
-        connectingTo: .tcp(host: "127.0.0.1", port: port),
+        connectingTo: .tcp(host: host, port: port),
         onConnect: { socket, error in
           clientLog.note(error == nil ? "connect" : "connect failed")
           socket.write(message)
