@@ -72,3 +72,36 @@ extension NIOSide {
     }
   }
 }
+
+/// `pairs` pairs of actors awaiting each other at once, `count` times a pair, each actor on
+/// the executor `next()` hands out: a group's loops in turn, so the two of a pair sit on
+/// different loops, and every loop serves several actors.
+func groupPingPong(
+  pairs: Int, count: Int, next: () -> UnownedSerialExecutor,
+  usage: () throws -> peers_thread_usage
+) throws -> ThreadedSample {
+  let players = (0..<2 * pairs).map { _ in Player(executor: next()) }
+  let done = Latch()
+  let before = try usage()
+  let start = nanosNow()
+  for pair in 0..<pairs {
+    let (a, b) = (players[2 * pair], players[2 * pair + 1])
+    Task { await a.serve(b, count: count, done: done) }
+  }
+  for _ in 0..<pairs { try done.wait(for: "the group's actor ping-pong") }
+  let elapsed = nanosNow() - start
+  return ThreadedSample(nanoseconds: elapsed, before: before, after: try usage())
+}
+
+extension NIOSide {
+  /// ``groupPingPong(pairs:count:next:usage:)`` on a `MultiThreadedEventLoopGroup` of two
+  /// loops, its `next()` handing out the executors.
+  static func groupPingPong(pairs: Int, count: Int) throws -> ThreadedSample {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+    defer { try? group.syncShutdownGracefully() }
+    let loops = Array(group.makeIterator())
+    return try PeerBench.groupPingPong(
+      pairs: pairs, count: count, next: { group.next().executor.asUnownedSerialExecutor() },
+      usage: { try usage(loops[0], loops[1]) })
+  }
+}

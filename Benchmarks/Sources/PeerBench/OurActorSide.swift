@@ -26,3 +26,24 @@ enum OurActorSide {
     return try awaitedRate(count, of: "our awaited performs") { try await loop.submit {} }
   }
 }
+
+extension OurActorSide {
+  /// ``groupPingPong(pairs:count:next:usage:)`` on a `RunLoopGroup` of two loops, its
+  /// `next()` handing out the executors.
+  static func groupPingPong(pairs: Int, count: Int) throws -> ThreadedSample {
+    let group = try RunLoopGroup(threadCount: 2, name: "actor-group")
+    defer {
+      group.stop()
+      for thread in group.threads { try? thread.join() }
+    }
+    let usage = {
+      try group.loops.map { loop in
+        nonisolated(unsafe) var usage = peers_thread_usage()
+        try loop.performAndWait { usage = peers_thread_usage_now() }
+        return usage
+      }.reduce(peers_thread_usage(), +)
+    }
+    return try PeerBench.groupPingPong(
+      pairs: pairs, count: count, next: { group.next().asUnownedSerialExecutor() }, usage: usage)
+  }
+}

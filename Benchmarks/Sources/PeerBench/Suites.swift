@@ -181,6 +181,29 @@ let allSuites: [Suite] = [
           pass: allocations[.ours].map { $0 <= allocations[.nio]! + 0.01 }))
     }
   },
+  Suite(name: "actor-group") { options, report in
+    // Several actors per loop, handed out by each group's next(): a service's actors on a
+    // group of loops, against the same actors on NIO's MultiThreadedEventLoopGroup.
+    let pairs = 8
+    let count = options.quick ? 250 : 2500
+    let hops = Double(2 * count * pairs)
+    let samples = try interleaved(rounds: options.rounds, sides: [.ours, .nio]) {
+      side -> ThreadedSample in
+      side == .ours
+        ? try OurActorSide.groupPingPong(pairs: pairs, count: count)
+        : try NIOSide.groupPingPong(pairs: pairs, count: count)
+    }
+    report.add(
+      ResultRow(
+        work: "actors on a group of 2 loops, \(pairs) pairs", unit: "hops/s",
+        values: medians(samples) { hops / ($0.nanoseconds / 1e9) }, higherIsBetter: true,
+        target: "report", pass: nil))
+    report.add(
+      ResultRow(
+        work: "actor CPU on a group of 2 loops", unit: "us/hop",
+        values: medians(samples) { $0.cpuNanoseconds / hops / 1000 }, higherIsBetter: false,
+        target: "report", pass: nil))
+  },
   Suite(name: "await-perform") { options, report in
     let count = options.quick ? 2000 : 20_000
     let awaited = try interleaved(rounds: options.rounds, sides: [.ours, .nio]) {
