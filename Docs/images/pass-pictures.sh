@@ -24,3 +24,11 @@ resources=Docs/RunLoopGuide.docc/Resources
   --iteration 1
 "$demo" trace pass "$images/pass-custom-source.jsonl" --svg "$resources/pass-source.svg" \
   --iteration 2
+
+# A port found ready before the sleep: the main loop's pass that handles 'own.port' at step 9
+# went there from step 5 (it reported steps 2 and 3 only); the drawing marks step 5.
+"$demo" scenario ports --json-log "$images/pass-ports.jsonl" >/dev/null
+iteration=$(sed -n 's/.*"iteration":\([0-9]*\).*"callout_name":"own.port".*/\1/p' \
+  "$images/pass-ports.jsonl" | head -1)
+"$demo" trace pass "$images/pass-ports.jsonl" --svg "$resources/pass-port-ready.svg" \
+  --iteration "$iteration" --loop 1

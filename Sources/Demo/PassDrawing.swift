@@ -13,15 +13,25 @@ import RunLoopTracing
 /// Every mark is a `<g class="record KIND" data-seq="N" data-step="S" data-depth="D">`, in
 /// row order, so a program can read the picture back.
 struct PassDrawing {
-  /// What one row shows: a record, or the end of a call-out that ran a nested run.
+  /// What one row shows: a record, the end of a call-out that ran a nested run, or step 5
+  /// finding the port of a step-9 call-out ready (the loop reports no step 5 of its own: a
+  /// pass of its run that handles a port at step 9 with no step 4 to 8 before it went there
+  /// from step 5, as the guide's sequence says).
   enum Row {
     case record(TraceRecord)
     case end(TraceRecord)
+    case portFound(TraceRecord)
 
     var record: TraceRecord {
       switch self {
-      case .record(let record), .end(let record): record
+      case .record(let record), .end(let record), .portFound(let record): record
       }
+    }
+
+    /// The lane of the row's mark: the record's step, or 5 for a port found ready.
+    var step: Int? {
+      if case .portFound = self { return 5 }
+      return record.step.flatMap { (1...10).contains($0) ? $0 : nil }
     }
   }
 
@@ -51,12 +61,26 @@ struct PassDrawing {
       }
       if let last = inside.last { ends[last, default: []].insert(record, at: 0) }
     }
+    let found = portFoundInStepFive(records)
     var rows: [Row] = []
     for (index, record) in records.enumerated() {
+      if index == found { rows.append(.portFound(record)) }
       rows.append(.record(record))
       rows += (ends[index] ?? []).map { .end($0) }
     }
     return rows
+  }
+
+  /// The index of the pass's first step-9 port call-out when step 5 found that port ready:
+  /// in the pass's own run, no record of steps 4 to 8 comes before it (a source fired at
+  /// step 4 lets the loop skip step 5; a sleep means the port woke it instead).
+  private func portFoundInStepFive(_ records: [TraceRecord]) -> Int? {
+    let own = records.indices.filter { records[$0].depth == pass.depth }
+    guard let first = own.first(where: { records[$0].step == 9 }),
+      records[first].record == .callout, records[first].calloutKind == "port",
+      !own.contains(where: { $0 < first && (4...8).contains(records[$0].step ?? 0) })
+    else { return nil }
+    return first
   }
 
   func svg() -> String {
@@ -99,7 +123,7 @@ struct PassDrawing {
     svg += "Left: depth of the run.</text>\n"
 
     // The lanes, their headings, and the depth lanes' heading.
-    let reached = Set(rows.compactMap(\.record.step))
+    let reached = Set(rows.compactMap(\.step))
     for step in 1...10 {
       let left = lanesX + Double(step - 1) * laneWidth
       let fill = step % 2 == 0 ? "#f4f4f4" : "#fafafa"
@@ -156,7 +180,7 @@ struct PassDrawing {
 
     // The path through the steps.
     let points = rows.enumerated().compactMap { index, row -> String? in
-      guard let step = row.record.step, (1...10).contains(step) else { return nil }
+      guard let step = row.step else { return nil }
       return "\(fmt(laneCenter(step))),\(fmt(rowTop(index) + rowHeight / 2))"
     }
     if points.count > 1 {
@@ -171,14 +195,24 @@ struct PassDrawing {
       let at = row.isEnd ? record.endTimestamp.saturatingSubtracting(origin) : offset
       svg += "<text x=\"86\" y=\"\(fmt(y + 14))\" text-anchor=\"end\" fill=\"#666\">"
       svg += "+\(Self.milliseconds(at))</text>"
-      let step = record.step.flatMap { (1...10).contains($0) ? $0 : nil }
-      let kind = row.isEnd ? "callout-end" : record.record.rawValue
+      let step = row.step
+      let kind =
+        switch row {
+        case .end: "callout-end"
+        case .portFound: "port-found"
+        case .record: record.record.rawValue
+        }
       svg += "<g class=\"record \(kind)\" data-seq=\"\(record.seq)\" "
       svg += "data-step=\"\(step.map(String.init) ?? "")\" data-depth=\"\(record.depth)\">"
       svg += "<title>\(escape(labels[index]))</title>"
       if let step {
         let x = laneCenter(step)
         switch (row, record.record) {
+        case (.portFound, _):
+          // A diamond: a look, not a call-out.
+          svg += "<polygon points=\"\(fmt(x)),\(fmt(y + 3)) \(fmt(x + 7)),\(fmt(y + 10)) "
+          svg += "\(fmt(x)),\(fmt(y + 17)) \(fmt(x - 7)),\(fmt(y + 10))\" "
+          svg += "fill=\"\(Self.kindColor("port"))\" stroke=\"#222\"/>"
         case (.end, _):
           svg += "<rect x=\"\(fmt(x - 15))\" y=\"\(fmt(y + 4))\" width=\"30\" height=\"12\" "
           svg += "fill=\"white\" stroke=\"\(Self.kindColor(record.calloutKind ?? ""))\" "
@@ -216,6 +250,9 @@ struct PassDrawing {
     if case .end = row {
       return "end of \(Self.calloutLabel(record)), \(Self.length(record.duration ?? 0)) "
         + "with the nested run inside it"
+    }
+    if case .portFound = row {
+      return "\(record.calloutName ?? "a port") found ready: no sleep, steps 6 to 8 skipped"
     }
     switch record.record {
     case .activity:

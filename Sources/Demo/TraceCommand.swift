@@ -331,7 +331,7 @@ struct TraceCommand: ParsableCommand {
       }
       let drawing = PassDrawing(pass: pass)
       try TraceCommand.write(Data(drawing.svg().utf8), to: svg)
-      let steps = drawing.rows.filter { !$0.isEnd }.compactMap(\.record.step)
+      let steps = drawing.rows.filter { !$0.isEnd }.compactMap(\.step)
       var path: [Int] = []
       for step in steps where path.last != step { path.append(step) }
       StandardStreams.out(

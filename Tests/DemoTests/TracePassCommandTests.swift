@@ -1,4 +1,5 @@
 import Foundation
+import RunLoopTracing
 import Testing
 
 /// `runloop-demo trace pass`: one pass drawn as the guide's sequence of events, read back
@@ -130,6 +131,60 @@ struct TracePassCommandTests {
     #expect(Self.path(marks).prefix(3) == [2, 3, 4])
   }
 
+  @Test func aPortFoundReadyBeforeTheSleepIsMarkedAtStepFiveBeforeItsCalloutAtStepNine() throws {
+    let directory = try scratchDirectory("pass-port")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    // The committed picture is the drawing of its trace.
+    let committedLog = Self.images.appendingPathComponent("pass-ports.jsonl").path
+    let redrawn = directory + "/pass-port-ready.svg"
+    let again = try runDemo(
+      ["trace", "pass", committedLog, "--svg", redrawn, "--iteration", "4", "--loop", "1"])
+    #expect(again.status == 0, "\(again.stderr)")
+    let committed = try String(
+      contentsOf: Self.resources.appendingPathComponent("pass-port-ready.svg"), encoding: .utf8)
+    #expect(
+      committed == (try String(contentsOfFile: redrawn, encoding: .utf8)),
+      "run bash Docs/images/pass-pictures.sh")
+    // A fresh run of the scenario: the pass that handles own.port reported 2, 3 and 9.
+    let log = directory + "/ports.jsonl"
+    let scenario = try runDemo(["scenario", "ports", "--json-log", log])
+    #expect(scenario.status == 0, "\(scenario.stdout)\(scenario.stderr)")
+    let records = try TraceLog.read(contentsOf: log)
+    let handled = try #require(records.first { $0.calloutName == "own.port" })
+    let svg = directory + "/port.svg"
+    let drawn = try runDemo(
+      [
+        "trace", "pass", log, "--svg", svg, "--iteration", String(handled.iteration), "--loop",
+        String(handled.loop),
+      ])
+    #expect(drawn.status == 0, "\(drawn.stderr)")
+    #expect(drawn.stdout.contains("steps 2 3 5 9"), "\(drawn.stdout)")
+    let marks = try Self.marks(try String(contentsOfFile: svg, encoding: .utf8))
+    let found = try #require(marks.firstIndex { $0.kind == "port-found" })
+    #expect(marks[found].step == 5 && marks[found].seq == Int(handled.seq))
+    #expect(marks[found + 1] == Mark(kind: "callout", seq: Int(handled.seq), step: 9, depth: 1))
+    #expect(marks.filter { $0.kind == "port-found" }.count == 1)
+  }
+
+  /// A pass that slept and was woken by its port went through steps 6 to 8: no step 5 mark.
+  @Test func aPassWokenFromItsSleepByAPortHasNoStepFiveMark() throws {
+    let log = Self.images.appendingPathComponent("pass-ports.jsonl").path
+    let records = try TraceLog.read(contentsOf: log)
+    // The worker's first pass: it sleeps, and worker.port's messages wake it.
+    let pass = records.filter { $0.loop == 2 && $0.iteration == 1 }
+    #expect(pass.contains { $0.record == .sleep })
+    #expect(pass.contains { $0.calloutName == "worker.port" && $0.step == 9 })
+    let directory = try scratchDirectory("pass-no-five")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let svg = directory + "/woken.svg"
+    let drawn = try runDemo(
+      ["trace", "pass", log, "--svg", svg, "--iteration", "1", "--loop", "2"])
+    #expect(drawn.status == 0, "\(drawn.stderr)")
+    let marks = try Self.marks(try String(contentsOfFile: svg, encoding: .utf8))
+    #expect(marks.contains { $0.kind == "callout" && $0.step == 9 })
+    #expect(!marks.contains { $0.kind == "port-found" || $0.step == 5 }, "\(marks)")
+  }
+
   @Test func aPassTheLogDoesNotHoldIsRefusedWithThePassesItHas() throws {
     let log = Self.images.appendingPathComponent("pass-custom-source.jsonl").path
     let result = try runDemo(["trace", "pass", log, "--svg", "/tmp/x.svg", "--iteration", "99"])
@@ -152,7 +207,7 @@ struct TracePassArticleTests {
       encoding: .utf8)
     let lines = article.components(separatedBy: "\n")
     let commands = lines.indices.filter { lines[$0].hasPrefix("$ runloop-demo trace pass ") }
-    #expect(commands.count == 2)
+    #expect(commands.count == 3)
     let directory = try scratchDirectory("pass-article")
     defer { try? FileManager.default.removeItem(atPath: directory) }
     for index in commands {
