@@ -286,15 +286,15 @@ public final class RunLoopThread: Sendable {
     guard !isDetached else {
       throw .invalidState("thread '\(name)' is detached and cannot be joined")
     }
+    // Before the claim, and known from the thread's own slot (its entry may run before
+    // `start()` has stored the handle): a thread's failed join of itself leaves the join to
+    // others.
+    guard Self.current !== self else { throw .invalidState("thread '\(name)' cannot join itself") }
     let handle = try shared.withLock { shared throws(RunLoopError) -> pthread_t in
       guard let handle = shared.handle else {
         throw .invalidState("thread '\(name)' was never started")
       }
       guard !shared.joined else { throw .invalidState("thread '\(name)' was already joined") }
-      // Checked before the claim: a thread's failed join of itself leaves the join to others.
-      guard pthread_equal(handle, pthread_self()) == 0 else {
-        throw .invalidState("thread '\(name)' cannot join itself")
-      }
       shared.joined = true
       return handle
     }

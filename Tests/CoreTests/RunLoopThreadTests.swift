@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import RunLoopCore
 import Testing
@@ -32,10 +33,14 @@ struct RunLoopThreadTests {
 
   @Test func aThreadJoiningItselfIsAnErrorNotADeadlock() throws {
     let failure = GuardedState<RunLoopError?>(nil)
+    let tried = DispatchSemaphore(value: 0)
     let thread = RunLoopThread(name: "self-join") { thread in
       do throws(RunLoopError) { try thread.join() } catch { failure.withLock { $0 = error } }
+      tried.signal()
     }
     try thread.start()
+    // Joined from here only after its own try, which must leave the join to this thread.
+    tried.wait()
     try thread.join()
     let error = try #require(failure.withLock { $0 })
     #expect(error.code == .invalidState)

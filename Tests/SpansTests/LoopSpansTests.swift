@@ -112,8 +112,13 @@ struct LoopSpansStallTests {
     let recorder = testTracer.recorder
     let spans = LoopSpans()
     let watchdog = StallWatchdog(threshold: .milliseconds(20), reportingTo: spans)
-    let worker = try startLoopThread(name: "spans-stall") { $0.addInstrument(spans) }
-    watchdog.attach(to: worker.runLoop)
+    // Both on the loop's thread before it runs: attached from another thread, an instrument
+    // sees the loop from its next pass, and the pass the submit wakes may be the one
+    // under way.
+    let worker = try startLoopThread(name: "spans-stall") { loop in
+      loop.addInstrument(spans)
+      watchdog.attach(to: loop)
+    }
     // The call-out stays busy until its own span holds the watchdog's report.
     let sawStall = try await worker.runLoop.submit(name: "stalling") { () -> Bool in
       let deadline = ContinuousClock.now + .seconds(30)
