@@ -3,7 +3,9 @@
 /// sleeps a blue bar across the middle, call-outs blocks in their kind's colour with their
 /// names written in when there is room, stalls outlined in red and named above the row, and
 /// an arrow from each call-out to the call-outs it caused (schema version 3's `cause_span`),
-/// across rows when the effect ran on another thread.
+/// across rows when the effect ran on another thread. Each activity the loop reported is a
+/// tick at the top of its row, taller for a run's entry and exit, named with its step on
+/// hover.
 package struct TimelineDrawing {
   let records: [TraceRecord]
   let spans: [TraceTimeline.Span]
@@ -54,6 +56,9 @@ package struct TimelineDrawing {
         : ("stall ≥ \(ms(options.stallThreshold)) ms", "#d0021b", true))
     let links = causeLinks()
     if !links.isEmpty { legend.append(("→ caused", Self.arrowColor, false)) }
+    if records.contains(where: { $0.record == .activity }) {
+      legend.append(("activity (tick)", Self.tickColor, false))
+    }
     let (legendText, legendBottom) = legendRows(
       [legend, modes.map { ("run in '\($0)'", modeColor($0, modes), false) }], top: 34,
       right: width - 10)
@@ -139,6 +144,22 @@ package struct TimelineDrawing {
           stalls.append((left, y, "stall: \(span.label) \(length)"))
         }
       }
+    }
+    // Activity ticks above the runs, so that the passes can be counted and each step found.
+    for record in records where record.record == .activity {
+      guard record.timestamp >= start && record.timestamp <= end,
+        let row = threads.firstIndex(where: { $0.tid == record.tid })
+      else { continue }
+      let y = top + Double(row) * rowHeight
+      let tx = x(record.timestamp)
+      let activity = record.activity ?? "?"
+      let bounds = activity == "entry" || activity == "exit"
+      let step = record.step.map { ", step \($0)" } ?? ""
+      svg += "<line class=\"activity\" data-step=\"\(record.step.map(String.init) ?? "")\" "
+      svg += "x1=\"\(fmt(tx))\" y1=\"\(fmt(y))\" x2=\"\(fmt(tx))\" "
+      svg += "y2=\"\(fmt(y + (bounds ? 10 : 5)))\" stroke=\"\(Self.tickColor)\" "
+      svg += "stroke-width=\"1\"><title>\(escape(activity))\(step), depth \(record.depth)"
+      svg += "</title></line>\n"
     }
     // The watchdog's reports: a mark where it saw the stall, naming the call-out, and a red
     // bar under the whole time the loop stayed awake.
@@ -236,6 +257,7 @@ package struct TimelineDrawing {
   }
 
   static let arrowColor = "#5b2c83"
+  static let tickColor = "#222"
 
   /// The legend items, each group starting a line, wrapped at `right`; returns the text and
   /// the baseline of the last line.

@@ -30,6 +30,30 @@ struct TimelineCommandTests {
     }
   }
 
+  @Test func everyActivityOfTheTraceIsATickWithItsStepTallerForEntryAndExit() throws {
+    let directory = try scratchDirectory("timeline-ticks")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let log = TracePassCommandTests.images.appendingPathComponent("pass-nested-runs.jsonl").path
+    let svg = directory + "/ticks.svg"
+    let drawn = try runDemo(["trace", "timeline", log, "--svg", svg])
+    #expect(drawn.status == 0, "\(drawn.stderr)")
+    let text = try String(contentsOfFile: svg, encoding: .utf8)
+    let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+    let activities = lines.filter { $0.contains("\"record\":\"activity\"") }
+    let ticks = text.components(separatedBy: "<line class=\"activity\"").dropFirst()
+    #expect(!activities.isEmpty && ticks.count == activities.count)
+    // In the trace's order, each tick carries its record's step and names it on hover.
+    let steps = ticks.map { TracePassCommandTests.attribute("data-step", " " + $0) }
+    let logged = activities.map { line -> String in
+      guard let range = line.range(of: "\"step\":") else { return "" }
+      return String(line[range.upperBound...].prefix { $0.isNumber })
+    }
+    #expect(steps == logged)
+    #expect(ticks.filter { $0.contains("<title>entry, step 1,") }.count == 2)
+    #expect(ticks.filter { $0.contains("<title>exit, step 10,") }.count == 2)
+    #expect(text.contains("activity (tick)"))
+  }
+
   @Test func aWindowFromToShowsOnlyItsPartOfTheAxis() throws {
     let directory = try scratchDirectory("timeline-window")
     defer { try? FileManager.default.removeItem(atPath: directory) }
