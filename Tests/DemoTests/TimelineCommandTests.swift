@@ -54,6 +54,38 @@ struct TimelineCommandTests {
     #expect(text.contains("activity (tick)"))
   }
 
+  @Test func theBusyHandlerPictureIsTheDrawingOfItsTraceAndShowsTheStarvedTimer() throws {
+    let directory = try scratchDirectory("timeline-busy")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let log = TracePassCommandTests.images.appendingPathComponent("timeline-busy-handler.jsonl")
+    let svg = directory + "/timeline-busy-handler.svg"
+    let drawn = try runDemo(["trace", "timeline", log.path, "--svg", svg])
+    #expect(drawn.status == 0, "\(drawn.stderr)")
+    let text = try String(contentsOfFile: svg, encoding: .utf8)
+    let committed = try String(
+      contentsOf: TracePassCommandTests.resources.appendingPathComponent(
+        "timeline-busy-handler.svg"),
+      encoding: .utf8)
+    #expect(committed == text, "run bash Docs/images/timeline-pictures.sh")
+    // The busy source is a stall, and no timer call-out started while it ran.
+    let records = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+      .compactMap { line in
+        try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+      }
+    let busy = try #require(records.first { $0["callout_name"] as? String == "busy" })
+    let start = try #require(busy["ts_ns"] as? Int)
+    let length = try #require(busy["duration_ns"] as? Int)
+    #expect(length >= 50_000_000)
+    let timers = records.filter { $0["callout_kind"] as? String == "timer" }
+    #expect(timers.contains { ($0["ts_ns"] as? Int ?? 0) < start })
+    #expect(
+      !timers.contains {
+        ($0["ts_ns"] as? Int ?? 0) > start && ($0["ts_ns"] as? Int ?? 0) < start + length
+      })
+    #expect(timers.contains { ($0["ts_ns"] as? Int ?? 0) > start + length })
+    #expect(text.contains("stall: source: busy"))
+  }
+
   @Test func aWindowFromToShowsOnlyItsPartOfTheAxis() throws {
     let directory = try scratchDirectory("timeline-window")
     defer { try? FileManager.default.removeItem(atPath: directory) }
