@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Draws the pictures of one pass in Docs/RunLoopGuide.docc/Resources from traces this script
-# records: `runloop-demo scenario NAME --json-log` runs a scenario on real loops, and
-# `runloop-demo trace pass` draws one of its passes from the records' steps. The traces are
+# Draws the pictures of one pass, and the timelines of lessons, in
+# Docs/RunLoopGuide.docc/Resources from traces this script records: `runloop-demo scenario
+# NAME --json-log` runs a scenario on real loops, `runloop-demo trace pass` draws one of its
+# passes from the records' steps and `runloop-demo trace timeline` its timeline. The traces are
 # kept beside this script, so the tests can check that each picture is the drawing of its
 # trace.
 #
@@ -32,3 +33,9 @@ iteration=$(sed -n 's/.*"iteration":\([0-9]*\).*"callout_name":"own.port".*/\1/p
   "$images/pass-ports.jsonl" | head -1)
 "$demo" trace pass "$images/pass-ports.jsonl" --svg "$resources/pass-port-ready.svg" \
   --iteration "$iteration" --loop 1
+
+# A handler that bypasses the loop for 300 ms starves its timer; the same work in chunks
+# lets the timer fire between them.
+"$demo" scenario busy-handler --json-log "$images/timeline-busy-handler.jsonl" >/dev/null
+"$demo" trace timeline "$images/timeline-busy-handler.jsonl" \
+  --svg "$resources/timeline-busy-handler.svg"

@@ -66,7 +66,7 @@ struct TimelineCommandTests {
       contentsOf: TracePassCommandTests.resources.appendingPathComponent(
         "timeline-busy-handler.svg"),
       encoding: .utf8)
-    #expect(committed == text, "run bash Docs/images/timeline-pictures.sh")
+    #expect(committed == text, "run bash Docs/images/pass-pictures.sh")
     // The busy source is a stall, and no timer call-out started while it ran.
     let records = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
       .compactMap { line in
