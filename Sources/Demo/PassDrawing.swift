@@ -73,10 +73,15 @@ struct PassDrawing {
 
   /// The index of the pass's first step-9 port call-out when step 5 found that port ready:
   /// in the pass's own run, no record of steps 4 to 8 comes before it (a source fired at
-  /// step 4 lets the loop skip step 5; a sleep means the port woke it instead).
+  /// step 4 lets the loop skip step 5; a sleep means the port woke it instead). A run of
+  /// this one pass is left out: a zero-timeout run skips the sleep too, and its look for
+  /// ports is the poll of step 7, which reports nothing either.
   private func portFoundInStepFive(_ records: [TraceRecord]) -> Int? {
     let own = records.indices.filter { records[$0].depth == pass.depth }
-    guard let first = own.first(where: { records[$0].step == 9 }),
+    let wholeRun =
+      own.contains { records[$0].activity == "entry" }
+      && own.contains { records[$0].activity == "exit" }
+    guard !wholeRun, let first = own.first(where: { records[$0].step == 9 }),
       records[first].record == .callout, records[first].calloutKind == "port",
       !own.contains(where: { $0 < first && (4...8).contains(records[$0].step ?? 0) })
     else { return nil }
