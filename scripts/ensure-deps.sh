@@ -8,7 +8,9 @@
 # spin (the model checker scripts/check-models.sh runs on Models/), logrotate (the log
 # rotation tests rotate the demo's JSON log with it), strace (scripts/fault-inject.sh
 # injects system-call failures with it) and prometheus (the test that lets a real
-# Prometheus scrape the demo's metrics endpoint).
+# Prometheus scrape the demo's metrics endpoint); and, for the OTLP export test of
+# Integrations/OTLP, a Python venv with opentelemetry-proto from PyPI (the receiver's protocol
+# definitions), at ~/.cache/swift-runloop/otlp-venv.
 # Does nothing when all are present.
 set -euo pipefail
 
@@ -26,7 +28,21 @@ command -v spin >/dev/null 2>&1 || missing+=(spin)
 command -v strace >/dev/null 2>&1 || missing+=(strace)
 [ -x /usr/bin/prometheus ] || missing+=(prometheus)
 
+# The OTLP receiver's venv (Integrations/OTLP/receiver): its pinned requirements, once.
+ensure_otlp_venv() {
+  local venv="$HOME/.cache/swift-runloop/otlp-venv"
+  local requirements
+  requirements="$(dirname "$0")/../Integrations/OTLP/receiver/requirements.txt"
+  if ! "$venv/bin/python" -c 'import opentelemetry.proto.collector.trace.v1.trace_service_pb2' \
+    2>/dev/null; then
+    echo "ensure-deps: creating $venv (opentelemetry-proto)" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q -r "$requirements"
+  fi
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+  ensure_otlp_venv
   exit 0
 fi
 
@@ -42,3 +58,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${apt_get[@]}" update -qq
 "${apt_get[@]}" install -y -qq "${missing[@]}" >/dev/null
+ensure_otlp_venv

@@ -4,8 +4,8 @@
 # module, builds the documentation, injects system-call failures into the demo (a quick
 # subset of scripts/fault-inject.sh), runs a 40 s chaos soak of the demo, runs the tests
 # again under ThreadSanitizer, fuzzes briefly, builds the benchmark in release mode, builds
-# the peers' benchmark (Benchmarks/) and runs it briefly, and checks the formatting. Exits
-# non-zero on the first failure.
+# the peers' benchmark (Benchmarks/) and runs it briefly, builds and tests the OTLP export
+# (Integrations/OTLP), and checks the formatting. Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -78,10 +78,17 @@ fi
 step "peers benchmark (Benchmarks/: debug build, --quick smoke run)"
 (cd Benchmarks && swift build --product runloop-peers && .build/debug/runloop-peers --quick)
 
+# The OTLP export (Integrations/OTLP, with swift-otel): one debug build, then its test
+# against the receiver on the official protocol definitions (the venv ensure-deps.sh made).
+step "OTLP export (Integrations/OTLP: debug build, export test)"
+(cd Integrations/OTLP && swift build --build-tests \
+  && swift test --disable-xctest --skip-build 2>&1 | tee -a "$log")
+
 step "format"
 lint=$(swift format lint --strict --recursive Sources Tests Docs/Snippets Docs/Tutorial \
   Docs/RunLoopGuide.docc/Resources/Tutorial fuzz Package.swift Benchmarks/Sources \
-  Benchmarks/Package.swift 2>&1)
+  Benchmarks/Package.swift Integrations/OTLP/Sources Integrations/OTLP/Tests \
+  Integrations/OTLP/Package.swift 2>&1)
 if [ -n "$lint" ]; then
   echo "$lint"
   exit 1
