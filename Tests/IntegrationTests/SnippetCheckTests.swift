@@ -26,7 +26,7 @@ struct SnippetCheckTests {
     let text = try String(contentsOf: Self.catalog.appendingPathComponent(article), encoding: .utf8)
     let blocks = Self.swiftBlocks(in: text)
     #expect(!blocks.isEmpty, "\(article) has no Swift code block")
-    let regions = try Self.snippetRegions()
+    let regions = try Self.snippetRegions() + Self.integrationRegions()
     for block in blocks {
       let (imports, code) = Self.splitImports(block)
       let region = regions.first { $0.text.contains(code) }
@@ -87,7 +87,18 @@ struct SnippetCheckTests {
 
   /// The marked regions of every file in Docs/Snippets.
   static func snippetRegions() throws -> [Region] {
-    let folder = docs.appendingPathComponent("Snippets")
+    try regions(in: docs.appendingPathComponent("Snippets"))
+  }
+
+  /// The marked regions of the OTLP package's demo (Integrations/OTLP), which that package
+  /// compiles: an article may show them, but they are not run as snippets (SnippetRunTests).
+  static func integrationRegions() throws -> [Region] {
+    try regions(
+      in: docs.deletingLastPathComponent().appendingPathComponent(
+        "Integrations/OTLP/Sources/OTLPDemo"))
+  }
+
+  static func regions(in folder: URL) throws -> [Region] {
     var regions: [Region] = []
     for file in try FileManager.default.contentsOfDirectory(atPath: folder.path)
     where file.hasSuffix(".swift") {
