@@ -39,19 +39,15 @@ struct Exporter {
   }
 }
 
-/// A loop thread that runs until it is stopped.
+/// A loop thread that runs until it is stopped (``RunLoopThread/stop()``).
 func startLoopThread(_ name: String) throws -> RunLoopThread {
-  let thread = RunLoopThread(name: name) { thread in
-    try thread.runLoop.add(CustomInputSource {}, mode: .default)
-    while !thread.isCancelled { _ = try thread.runLoop.run(mode: .default, timeout: .seconds(1)) }
-  }
+  let thread = RunLoopThread(name: name) { try $0.runLoop.runUntilStopped() }
   try thread.start()
   return thread
 }
 
+/// Stops the thread's loop after the work already queued, and joins it.
 func stopLoopThread(_ thread: RunLoopThread) {
-  thread.cancel()
-  let loop = thread.runLoop
-  loop.perform { loop.stop() }
+  thread.stop()
   try? thread.join()
 }
