@@ -8,9 +8,9 @@
 #     broken line, and the run's last record is the main loop's exit;
 #   - memory stays flat: resident size at the end at most 16 MiB above the one after warm-up;
 #   - journald's share is accounted for: entries in the journal plus the losses the run
-#     reports are never more than the records (nothing counted twice), and the rest is
-#     printed (journald is best effort: what sat in its socket when it was killed is lost
-#     without a report).
+#     reports are never more than the records (nothing counted twice), and at most 1% of
+#     the records are in neither (journald is best effort: what sat in its socket when it
+#     was killed is lost without a report).
 #
 #   bash scripts/chaos-soak.sh          # 40 s (what scripts/test.sh runs)
 #   bash scripts/chaos-soak.sh 1800     # the 30-minute soak, by hand
@@ -167,8 +167,13 @@ read -r records holes repeats broken last_kind last_activity <<<"$check"
 [ "$holes" = 0 ] && [ "$repeats" = 0 ] && [ "$broken" = 0 ] \
   || fail "the logs have $holes missing, $repeats repeated and $broken broken records"
 [ "$last_kind $last_activity" = "activity exit" ] || fail "the last record is '$last_kind $last_activity', not the exit"
+[ -n "$run_id" ] || fail "the demo printed no run id, so its journal entries cannot be found"
 unaccounted=$((records - journal_entries - ${journal_missed:-0}))
 [ "$unaccounted" -ge 0 ] || fail "journald has $journal_entries entries and $journal_missed reported lost: more than the $records records"
+# What sat in journald's socket at a kill is lost unreported: a few entries a kill. More than
+# 1% of the records is a loss the run did not count.
+[ "$unaccounted" -le $((records / 100)) ] \
+  || fail "$unaccounted of $records records are neither in journald nor reported lost (bound 1%)"
 growth=$((rss_end - rss_start))
 [ "$growth" -le 16384 ] || fail "resident size grew by $growth KiB (bound 16384)"
 
