@@ -36,13 +36,7 @@ extension OurActorSide {
       group.stop()
       for thread in group.threads { try? thread.join() }
     }
-    let usage = {
-      try group.loops.map { loop in
-        nonisolated(unsafe) var usage = peers_thread_usage()
-        try loop.performAndWait { usage = peers_thread_usage_now() }
-        return usage
-      }.reduce(peers_thread_usage(), +)
-    }
+    let usage = { try group.loops.map(threadUsage(of:)).reduce(peers_thread_usage(), +) }
     return try PeerBench.groupPingPong(
       pairs: pairs, count: count, next: { group.next().asUnownedSerialExecutor() }, usage: usage)
   }

@@ -26,11 +26,7 @@ final class OurLoopThread: Sendable {
   var loop: EventRunLoop { thread.runLoop }
 
   /// What its thread has used so far.
-  func usage() throws -> peers_thread_usage {
-    nonisolated(unsafe) var usage = peers_thread_usage()
-    try loop.performAndWait { usage = peers_thread_usage_now() }
-    return usage
-  }
+  func usage() throws -> peers_thread_usage { try threadUsage(of: loop) }
 
   /// Stops the loop and joins its thread.
   /// The stop goes through a perform request: a stop made between two runs would be
@@ -158,4 +154,11 @@ extension OurSide {
     for _ in 0..<count { try loop.performAndWait {} }
     return Double(count) / (Double(nanosNow() - start) / 1e9)
   }
+}
+
+/// What the thread of `loop` has used so far, read on that thread.
+func threadUsage(of loop: EventRunLoop) throws -> peers_thread_usage {
+  nonisolated(unsafe) var usage = peers_thread_usage()
+  try loop.performAndWait { usage = peers_thread_usage_now() }
+  return usage
 }
